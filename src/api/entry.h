@@ -1,0 +1,34 @@
+// Shared by the extern "C" entry points: export marker and the conversion of
+// core results (0 / value / -errno, or a C++ exception) into C conventions.
+// No exception ever crosses into the application.
+#pragma once
+
+#include <cerrno>
+#include <new>
+
+#define RDMACM_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace rdmacm::api {
+
+inline int fail(int err) {
+  errno = err;
+  return -1;
+}
+
+// Runs a core call returning >= 0 or -errno; returns -1 with errno set on error.
+template <typename F>
+int call(F&& f) noexcept {
+  try {
+    int r = f();
+    return r < 0 ? fail(-r) : r;
+  } catch (const std::bad_alloc&) {
+    return fail(ENOMEM);
+  } catch (...) {
+    return fail(EIO);
+  }
+}
+
+// For entry points not implemented yet: documented failure, never a crash.
+inline int not_implemented() { return fail(ENOSYS); }
+
+}  // namespace rdmacm::api

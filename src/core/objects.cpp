@@ -1,0 +1,27 @@
+#include "core/objects.h"
+
+#include <unistd.h>
+
+namespace rdmacm {
+
+EventChannel::~EventChannel() {
+  if (pub.fd >= 0) ::close(pub.fd);
+}
+
+void CmId::event_done() {
+  std::lock_guard lock(mutex_);
+  ++done_;
+  done_cv_.notify_all();
+}
+
+void CmId::wait_events_done(uint32_t reported) {
+  std::unique_lock lock(mutex_);
+  done_cv_.wait(lock, [&] { return done_ >= reported; });
+}
+
+Objects& Objects::get() {
+  static Objects* objects = new Objects;
+  return *objects;
+}
+
+}  // namespace rdmacm

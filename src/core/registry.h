@@ -1,0 +1,51 @@
+// Live objects handed to the application, keyed by the public pointer.
+//
+// Every entry point validates the pointer it is given here before touching it,
+// so a stale, foreign or doubly freed handle yields EINVAL instead of a crash.
+// Lookups hand out shared ownership: an object stays alive while a call that
+// found it is still running, even if another thread destroys it meanwhile.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+namespace rdmacm {
+
+template <typename Public, typename Owner>
+class Registry {
+ public:
+  void add(const Public* key, std::shared_ptr<Owner> owner) {
+    std::lock_guard lock(mutex_);
+    live_[key] = std::move(owner);
+  }
+
+  std::shared_ptr<Owner> find(const Public* key) const {
+    if (!key) return nullptr;
+    std::lock_guard lock(mutex_);
+    auto it = live_.find(key);
+    return it == live_.end() ? nullptr : it->second;
+  }
+
+  // Removes and returns the entry; nullptr if it was not live (e.g. a second
+  // destroy racing the first).
+  std::shared_ptr<Owner> take(const Public* key) {
+    std::lock_guard lock(mutex_);
+    auto it = live_.find(key);
+    if (it == live_.end()) return nullptr;
+    auto owner = std::move(it->second);
+    live_.erase(it);
+    return owner;
+  }
+
+  size_t size() const {
+    std::lock_guard lock(mutex_);
+    return live_.size();
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<const Public*, std::shared_ptr<Owner>> live_;
+};
+
+}  // namespace rdmacm

@@ -1,0 +1,75 @@
+// The kernel boundary as the core sees it: one call per ucma command.
+//
+// The kernel implementation lives in providers/ucma; unit tests put a scripted
+// fake behind the same interface. Every call returns 0 (or a non-negative
+// value where stated) on success and -errno on failure; none throws.
+#pragma once
+
+#include <cstdint>
+#include <sys/socket.h>
+
+namespace rdmacm {
+
+// Connection parameters as they cross the kernel boundary.
+struct WireConnParam {
+  uint32_t qp_num = 0;
+  uint32_t qkey = 0;
+  uint8_t private_data[256] = {};
+  uint8_t private_data_len = 0;
+  uint8_t srq = 0;
+  uint8_t responder_resources = 0;
+  uint8_t initiator_depth = 0;
+  uint8_t flow_control = 0;
+  uint8_t retry_count = 0;
+  uint8_t rnr_retry_count = 0;
+  uint8_t valid = 0;
+};
+
+// Address state of a kernel id (RDMA_USER_CM_QUERY_ADDR).
+struct WireAddr {
+  uint64_t node_guid = 0;  // 0 while the id is not bound to a device
+  uint8_t port_num = 0;
+  uint16_t pkey = 0;       // as the kernel reports it (network order)
+  uint32_t ibdev_index = UINT32_MAX;
+  sockaddr_storage src{};
+  sockaddr_storage dst{};
+};
+
+// One event read from the kernel (RDMA_USER_CM_CMD_GET_EVENT).
+struct WireEvent {
+  uint64_t uid = 0;   // the uid the id was created with
+  uint32_t id = 0;    // kernel handle; for CONNECT_REQUEST the new id's
+  uint32_t event = 0;
+  int32_t status = 0;
+  WireConnParam conn;  // valid for connected port spaces
+  uint32_t ece_vendor_id = 0;
+  uint32_t ece_attr_mod = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // Opens a new kernel event channel; returns the fd or -errno.
+  virtual int open_channel() = 0;
+  virtual int create_id(int fd, uint64_t uid, uint16_t ps, uint8_t qp_type,
+                        uint32_t* id) = 0;
+  virtual int destroy_id(int fd, uint32_t id, uint32_t* events_reported) = 0;
+  virtual int bind(int fd, uint32_t id, const sockaddr* addr, socklen_t len) = 0;
+  virtual int resolve_addr(int fd, uint32_t id, const sockaddr* src,
+                           socklen_t src_len, const sockaddr* dst,
+                           socklen_t dst_len, uint32_t timeout_ms) = 0;
+  virtual int query_addr(int fd, uint32_t id, WireAddr* out) = 0;
+  // Source and destination GIDs (raw 16 bytes each) of a bound id.
+  virtual int query_gid(int fd, uint32_t id, uint8_t sgid[16],
+                        uint8_t dgid[16]) = 0;
+  // Blocks (unless fd is non-blocking) until an event is available.
+  virtual int get_event(int fd, WireEvent* out) = 0;
+};
+
+// The process-wide transport: the kernel's unless a test installed another.
+Transport& transport();
+// For tests: installs t (not owned) as the transport; nullptr restores the kernel.
+void set_transport(Transport* t);
+
+}  // namespace rdmacm
