@@ -75,7 +75,9 @@ class KernelTransport final : public Transport {
   int open_channel() override {
     if (int err = check_abi()) return err;
     int fd = ::open(kDevice, O_RDWR | O_CLOEXEC);
-    return fd < 0 ? -errno : fd;
+    if (fd >= 0) return fd;
+    // No rdma_cm device node means no RDMA here: say so as rdma-core does.
+    return errno == ENOENT || errno == ENXIO ? -ENODEV : -errno;
   }
 
   int create_id(int fd, uint64_t uid, uint16_t ps, uint8_t qp_type,
