@@ -1,0 +1,112 @@
+// Event channels and events, with the fake kernel.
+#include <fcntl.h>
+#include <poll.h>
+
+#include <thread>
+
+#include "fixture.h"
+
+namespace rdmacm::testing {
+namespace {
+
+TEST_F(CmTest, ChannelFailureReportsKernelErrno) {
+  fake.fail_next("open_channel", ENODEV);
+  errno = 0;
+  EXPECT_EQ(rdma_create_event_channel(), nullptr);
+  EXPECT_EQ(errno, ENODEV);
+}
+
+TEST_F(CmTest, GetEventRejectsBadArguments) {
+  rdma_cm_event* ev = nullptr;
+  EXPECT_FAILS_WITH(rdma_get_cm_event(nullptr, &ev), EINVAL);
+  EXPECT_FAILS_WITH(rdma_get_cm_event(channel, nullptr), EINVAL);
+  rdma_event_channel bogus{channel->fd};  // a copy is not a channel of ours
+  EXPECT_FAILS_WITH(rdma_get_cm_event(&bogus, &ev), EINVAL);
+}
+
+TEST_F(CmTest, NonBlockingChannelReturnsEagain) {
+  int flags = fcntl(channel->fd, F_GETFL);
+  ASSERT_EQ(fcntl(channel->fd, F_SETFL, flags | O_NONBLOCK), 0);
+  rdma_cm_event* ev = nullptr;
+  EXPECT_FAILS_WITH(rdma_get_cm_event(channel, &ev), EAGAIN);
+  EXPECT_EQ(ev, nullptr);
+}
+
+TEST_F(CmTest, EventIsDeliveredPollableAndAcked) {
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(channel, &id, this, RDMA_PS_TCP), 0);
+  pollfd p{channel->fd, POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 0), 0);
+  fake.queue_event(channel->fd, uid(id), RDMA_CM_EVENT_ROUTE_ERROR, -ETIMEDOUT);
+  EXPECT_EQ(poll(&p, 1, 1000), 1);
+
+  rdma_cm_event* ev = nullptr;
+  ASSERT_EQ(rdma_get_cm_event(channel, &ev), 0);
+  EXPECT_EQ(ev->id, id);
+  EXPECT_EQ(ev->id->context, this);
+  EXPECT_EQ(ev->listen_id, nullptr);
+  EXPECT_EQ(ev->event, RDMA_CM_EVENT_ROUTE_ERROR);
+  EXPECT_EQ(ev->status, -ETIMEDOUT);
+  EXPECT_EQ(rdma_ack_cm_event(ev), 0);
+  EXPECT_FAILS_WITH(rdma_ack_cm_event(ev), EINVAL);  // double ack
+  EXPECT_EQ(rdma_destroy_id(id), 0);
+}
+
+TEST_F(CmTest, AckRejectsForeignEvents) {
+  rdma_cm_event forged{};
+  EXPECT_FAILS_WITH(rdma_ack_cm_event(&forged), EINVAL);
+  EXPECT_FAILS_WITH(rdma_ack_cm_event(nullptr), EINVAL);
+}
+
+TEST_F(CmTest, DestroyIdWaitsForOutstandingEvents) {
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(channel, &id, nullptr, RDMA_PS_TCP), 0);
+  fake.queue_event(channel->fd, uid(id), RDMA_CM_EVENT_ADDR_ERROR, -EHOSTUNREACH);
+  rdma_cm_event* ev = nullptr;
+  ASSERT_EQ(rdma_get_cm_event(channel, &ev), 0);
+
+  std::atomic<bool> destroyed{false};
+  std::thread destroyer([&] {
+    EXPECT_EQ(rdma_destroy_id(id), 0);
+    destroyed = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(destroyed) << "destroy returned with an event still unacked";
+  EXPECT_EQ(rdma_ack_cm_event(ev), 0);
+  destroyer.join();
+  EXPECT_TRUE(destroyed);
+}
+
+TEST_F(CmTest, EventForDyingIdDoesNotBlockDestroy) {
+  // An event for an id is read (by another thread) while that id is being
+  // destroyed: the application can never see it, so destroy must not wait
+  // for its acknowledgement even though the kernel counts it as reported.
+  rdma_cm_id* doomed = nullptr;
+  ASSERT_EQ(rdma_create_id(channel, &doomed, nullptr, RDMA_PS_TCP), 0);
+  fake.queue_event(channel->fd, uid(doomed), RDMA_CM_EVENT_ADDR_ERROR, -1);
+  ASSERT_EQ(fcntl(channel->fd, F_SETFL, fcntl(channel->fd, F_GETFL) | O_NONBLOCK), 0);
+  fake.on_destroy = [&] {
+    rdma_cm_event* ev = nullptr;
+    EXPECT_FAILS_WITH(rdma_get_cm_event(channel, &ev), EAGAIN);
+  };
+  EXPECT_EQ(rdma_destroy_id(doomed), 0);  // would block forever if miscounted
+}
+
+TEST(EventStr, NamesEveryEvent) {
+  const char* expected[] = {
+      "RDMA_CM_EVENT_ADDR_RESOLVED",   "RDMA_CM_EVENT_ADDR_ERROR",
+      "RDMA_CM_EVENT_ROUTE_RESOLVED",  "RDMA_CM_EVENT_ROUTE_ERROR",
+      "RDMA_CM_EVENT_CONNECT_REQUEST", "RDMA_CM_EVENT_CONNECT_RESPONSE",
+      "RDMA_CM_EVENT_CONNECT_ERROR",   "RDMA_CM_EVENT_UNREACHABLE",
+      "RDMA_CM_EVENT_REJECTED",        "RDMA_CM_EVENT_ESTABLISHED",
+      "RDMA_CM_EVENT_DISCONNECTED",    "RDMA_CM_EVENT_DEVICE_REMOVAL",
+      "RDMA_CM_EVENT_MULTICAST_JOIN",  "RDMA_CM_EVENT_MULTICAST_ERROR",
+      "RDMA_CM_EVENT_ADDR_CHANGE",     "RDMA_CM_EVENT_TIMEWAIT_EXIT"};
+  for (int i = 0; i < 16; ++i)
+    EXPECT_STREQ(rdma_event_str(static_cast<rdma_cm_event_type>(i)), expected[i]);
+  EXPECT_STREQ(rdma_event_str(static_cast<rdma_cm_event_type>(-1)), "UNKNOWN EVENT");
+  EXPECT_STREQ(rdma_event_str(static_cast<rdma_cm_event_type>(1000)), "UNKNOWN EVENT");
+}
+
+}  // namespace
+}  // namespace rdmacm::testing

@@ -1,0 +1,132 @@
+#include "fake_transport.h"
+
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <utility>
+
+namespace rdmacm::testing {
+
+int FakeTransport::injected(const std::string& command) {
+  auto it = failures_.find(command);
+  if (it == failures_.end()) return 0;
+  int err = it->second;
+  failures_.erase(it);
+  return -err;
+}
+
+void FakeTransport::fail_next(const std::string& command, int err) {
+  std::lock_guard lock(mutex_);
+  failures_[command] = err;
+}
+
+void FakeTransport::queue_event(int fd, uint64_t uid, uint32_t event, int32_t status) {
+  std::lock_guard lock(mutex_);
+  WireEvent w;
+  w.uid = uid;
+  w.event = event;
+  w.status = status;
+  for (auto& [id, u] : ids_)
+    if (u == uid) w.id = id;
+  queues_[fd].push_back(w);
+  uint64_t one = 1;
+  (void)!::write(fd, &one, sizeof(one));  // make the fd readable
+  cv_.notify_all();
+}
+
+uint32_t FakeTransport::reported(uint32_t id) const {
+  std::lock_guard lock(mutex_);
+  auto it = ids_.find(id);
+  if (it == ids_.end()) return 0;
+  auto d = delivered_.find(it->second);
+  return d == delivered_.end() ? 0 : d->second;
+}
+
+size_t FakeTransport::live_ids() const {
+  std::lock_guard lock(mutex_);
+  return ids_.size();
+}
+
+int FakeTransport::open_channel() {
+  std::lock_guard lock(mutex_);
+  if (int err = injected("open_channel")) return err;
+  int fd = ::eventfd(0, EFD_CLOEXEC);
+  return fd < 0 ? -errno : fd;
+}
+
+int FakeTransport::create_id(int, uint64_t uid, uint16_t, uint8_t, uint32_t* id) {
+  std::lock_guard lock(mutex_);
+  if (int err = injected("create_id")) return err;
+  *id = next_id_++;
+  ids_[*id] = uid;
+  return 0;
+}
+
+int FakeTransport::destroy_id(int, uint32_t id, uint32_t* events_reported) {
+  if (on_destroy) std::exchange(on_destroy, nullptr)();
+  std::lock_guard lock(mutex_);
+  if (int err = injected("destroy_id")) return err;
+  auto it = ids_.find(id);
+  if (it == ids_.end()) return -EINVAL;
+  *events_reported = delivered_[it->second];
+  delivered_.erase(it->second);
+  ids_.erase(it);
+  return 0;
+}
+
+int FakeTransport::bind(int, uint32_t id, const sockaddr* addr, socklen_t len) {
+  std::lock_guard lock(mutex_);
+  if (int err = injected("bind")) return err;
+  if (!ids_.count(id)) return -EINVAL;
+  std::memcpy(&addr_.src, addr, len);
+  return 0;
+}
+
+int FakeTransport::resolve_addr(int, uint32_t id, const sockaddr*, socklen_t,
+                                const sockaddr* dst, socklen_t dst_len, uint32_t) {
+  std::lock_guard lock(mutex_);
+  if (int err = injected("resolve_addr")) return err;
+  if (!ids_.count(id)) return -EINVAL;
+  std::memcpy(&addr_.dst, dst, dst_len);
+  return 0;
+}
+
+int FakeTransport::query_addr(int, uint32_t id, WireAddr* out) {
+  std::lock_guard lock(mutex_);
+  if (int err = injected("query_addr")) return err;
+  if (!ids_.count(id)) return -EINVAL;
+  *out = addr;
+  out->src = addr_.src;
+  out->dst = addr_.dst;
+  return 0;
+}
+
+int FakeTransport::query_gid(int, uint32_t, uint8_t sgid[16], uint8_t dgid[16]) {
+  std::memset(sgid, 0, 16);
+  std::memset(dgid, 0, 16);
+  return 0;
+}
+
+int FakeTransport::get_event(int fd, WireEvent* out) {
+  std::unique_lock lock(mutex_);
+  if (int err = injected("get_event")) return err;
+  auto& q = queues_[fd];
+  if (q.empty()) {
+    if (::fcntl(fd, F_GETFL) & O_NONBLOCK) return -EAGAIN;
+    // Blocking, like the kernel; bounded so a broken test fails, not hangs.
+    if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return !q.empty(); }))
+      return -ETIMEDOUT;
+  }
+  *out = q.front();
+  q.pop_front();
+  uint64_t count;
+  if (q.empty()) (void)!::read(fd, &count, sizeof(count));
+  ++delivered_[out->uid];
+  return 0;
+}
+
+}  // namespace rdmacm::testing

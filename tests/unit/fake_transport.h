@@ -1,0 +1,61 @@
+// A scripted stand-in for the kernel's rdma_cm, for fault injection and bad
+// input tests. Each channel is a real eventfd (so it can be polled and set
+// non-blocking); events are queued per channel by the test.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "core/transport.h"
+
+namespace rdmacm::testing {
+
+class FakeTransport : public Transport {
+ public:
+  FakeTransport() { set_transport(this); }
+  ~FakeTransport() override { set_transport(nullptr); }
+
+  // Makes the next call of this command ("create_id", "bind", ...) fail.
+  void fail_next(const std::string& command, int err);
+  // Queues an event on the channel fd for the id created with this uid.
+  void queue_event(int fd, uint64_t uid, uint32_t event, int32_t status);
+  // Events the kernel would count as reported for this id (delivered by
+  // get_event), as destroy_id answers.
+  uint32_t reported(uint32_t id) const;
+  // Kernel ids currently alive.
+  size_t live_ids() const;
+  // The address query answer for every id.
+  WireAddr addr;
+  // Runs at the start of destroy_id, as if another thread acted right then.
+  std::function<void()> on_destroy;
+
+  int open_channel() override;
+  int create_id(int fd, uint64_t uid, uint16_t ps, uint8_t qp_type,
+                uint32_t* id) override;
+  int destroy_id(int fd, uint32_t id, uint32_t* events_reported) override;
+  int bind(int fd, uint32_t id, const sockaddr* addr, socklen_t len) override;
+  int resolve_addr(int fd, uint32_t id, const sockaddr* src, socklen_t src_len,
+                   const sockaddr* dst, socklen_t dst_len,
+                   uint32_t timeout_ms) override;
+  int query_addr(int fd, uint32_t id, WireAddr* out) override;
+  int query_gid(int fd, uint32_t id, uint8_t sgid[16], uint8_t dgid[16]) override;
+  int get_event(int fd, WireEvent* out) override;
+
+ private:
+  int injected(const std::string& command);
+
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::map<std::string, int> failures_;
+  std::map<int, std::deque<WireEvent>> queues_;  // by channel fd
+  std::map<uint32_t, uint64_t> ids_;             // kernel id -> uid
+  std::map<uint64_t, uint32_t> delivered_;       // uid -> events delivered
+  uint32_t next_id_ = 1;
+  WireAddr addr_;  // what bind/resolve recorded
+};
+
+}  // namespace rdmacm::testing
