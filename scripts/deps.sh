@@ -1,0 +1,21 @@
+#!/bin/bash
+# Installs what building and testing need on Debian 12 (as root). Idempotent:
+# does nothing when everything is already there.
+set -euo pipefail
+PACKAGES=(
+  build-essential cmake pkg-config python3   # toolchain
+  libibverbs-dev ibverbs-providers           # libibverbs, the rxe provider
+  libgtest-dev                               # unit and integration tests
+  librdmacm-dev rdmacm-utils                 # rdma-core: the ABI reference and peer tools
+  dwarves                                    # pahole: struct layouts for the ABI tests
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

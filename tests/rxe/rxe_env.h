@@ -1,0 +1,17 @@
+// Where the integration tests find the RDMA device they run on.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <string>
+
+namespace rdmacm::rxe {
+
+// IPv4 address of the RDMA-capable netdev: $RXE_IP (set by the VM runner),
+// else the first IPv4 address of the netdev behind the first RDMA device.
+std::string device_ip();
+
+// sockaddr_in for device_ip() and the given port (host order).
+sockaddr_in device_addr(uint16_t port = 0);
+
+}  // namespace rdmacm::rxe
