@@ -152,3 +152,16 @@ TEST(Devices, NoDeviceGivesNullAndZero) {
 
 }  // namespace
 }  // namespace rdmacm::testing
+
+namespace rdmacm::testing {
+namespace {
+
+TEST(Devices, FreeingForeignListIsRefused) {
+  ibv_context* fake_list[2] = {nullptr, nullptr};
+  errno = 0;
+  rdma_free_devices(fake_list);  // not ours: must not reach free()
+  EXPECT_EQ(errno, EINVAL);
+}
+
+}  // namespace
+}  // namespace rdmacm::testing
