@@ -924,6 +924,8 @@ def cmd_extract(args):
 
 def print_report(rep, checks):
     summary = ", ".join("%d %s" % (v, k) for k, v in sorted(rep.counts.items()))
+    if not summary:
+        summary = "the reference declares no such items (extras still fail)"
     print("checked [%s]: %s" % (",".join(checks), summary))
     for e in rep.errors:
         print(e)
