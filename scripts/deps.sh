@@ -7,7 +7,7 @@ PACKAGES=(
   libibverbs-dev ibverbs-providers           # libibverbs, the rxe provider
   libgtest-dev                               # unit and integration tests
   librdmacm-dev rdmacm-utils                 # rdma-core: the ABI reference and peer tools
-  dwarves                                    # pahole: struct layouts for the ABI tests
+  python3-pyelftools                         # DWARF reader for the ABI layout tests
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -21,7 +21,8 @@ cmake -S "$src/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$prefix" >/dev
 cmake --build "$work/consumer" >/dev/null
 for exe in with_cmake with_pkgconfig; do
   LD_LIBRARY_PATH=$libdir "$work/consumer/$exe" >/dev/null || { echo "FAIL: $exe"; exit 1; }
-  LD_LIBRARY_PATH=$libdir ldd "$work/consumer/$exe" | grep -q "librdmacm.so.1 => $libdir/" \
+  deps=$(LD_LIBRARY_PATH=$libdir ldd "$work/consumer/$exe")
+  grep -q "librdmacm.so.1 => $libdir/" <<<"$deps" \
     || { echo "FAIL: $exe not linked to the installed library"; exit 1; }
   echo "$exe: OK"
 done

@@ -1,0 +1,70 @@
+#!/bin/bash
+# Second stage inside the Soft-RoCE VM, run by the initramfs /init in the chroot
+# (the host's root under a tmpfs overlay), as root, with the host's bash.
+#
+# The runner copies this file into the run share (/run/rxe-vm) with:
+#   vm.conf  shell variables: RXE_IP RXE_PREFIX RXE_IP6 RXE_PEER_IP RXE_PEER_IP6 WAIT_PEER
+#   cmd.sh   "cd DIR; export K=V ...; exec CMD ARGS" (shell-quoted)
+# It sets up eth0 and rxe0, then runs cmd.sh with its output going to the file
+# `output` of the share, and leaves the exit status in `rc`. Setup problems
+# are written to `setup-failed` (and the console) instead.
+
+S=/run/rxe-vm
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+RXE_PEER_IP= RXE_PEER_IP6= WAIT_PEER=
+. "$S/vm.conf"
+
+log() { echo "rxe-vm-stage2: $*"; }
+
+# Wait up to $1 tenths of a second for the command "$2..." to succeed.
+wait_for() {
+	local n=$1; shift
+	until "$@" >/dev/null 2>&1; do
+		((n-- > 0)) || return 1
+		sleep 0.1
+	done
+}
+
+port_active() { grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state; }
+# The IPv4 address shows up in the GID table as ::ffff:a.b.c.d.
+gid_has_ip() { grep -qx "0000:0000:0000:0000:0000:ffff:$(printf '%02x%02x:%02x%02x' ${RXE_IP//./ })" \
+	/sys/class/infiniband/rxe0/ports/1/gids/*; }
+
+setup() {
+	set -e
+	ip link set lo up
+	ip link set eth0 up
+	ip addr add "$RXE_IP/$RXE_PREFIX" dev eth0
+	ip -6 addr add "$RXE_IP6/64" dev eth0 nodad
+	ip route add 224.0.0.0/4 dev eth0
+	rdma link add rxe0 type rxe netdev eth0
+	wait_for 100 port_active || { echo "rxe0 port 1 is not ACTIVE"; cat /sys/class/infiniband/rxe0/ports/1/state; return 1; }
+	wait_for 100 gid_has_ip || { echo "rxe0 has no GID for $RXE_IP"; return 1; }
+	test -c /dev/infiniband/rdma_cm || { echo "no /dev/infiniband/rdma_cm"; return 1; }
+	test -r /sys/class/misc/rdma_cm/abi_version || { echo "no /sys/class/misc/rdma_cm/abi_version"; return 1; }
+	ibv_devices | grep -qw rxe0 || { echo "ibv_devices does not list rxe0"; ibv_devices; return 1; }
+	rdma link show | grep -q 'rxe0/1 state ACTIVE' || { echo "rdma link does not show rxe0 ACTIVE"; rdma link show; return 1; }
+	if [ -n "$WAIT_PEER" ]; then
+		# Two-VM runs: the link is up once the peer answers.
+		wait_for 600 ping -c 1 -W 1 "$RXE_PEER_IP" || { echo "peer $RXE_PEER_IP does not answer"; return 1; }
+		# The client starts once the server's command has started.
+		wait_for 1200 test -e "$S/$WAIT_PEER" || { echo "peer command did not start"; return 1; }
+		sleep 1
+	fi
+}
+
+if ! (setup) > "$S/setup.log" 2>&1; then
+	cat "$S/setup.log"
+	log "setup of rxe0 failed"
+	cp "$S/setup.log" "$S/setup-failed"
+	exit 1
+fi
+: > "$S/started"
+
+env -i PATH="$PATH" HOME=/root USER=root LOGNAME=root SHELL=/bin/bash TERM=dumb LANG=C.UTF-8 \
+	RXE_DEV=rxe0 RXE_NETDEV=eth0 RXE_IP="$RXE_IP" RXE_IP6="$RXE_IP6" \
+	${RXE_PEER_IP:+RXE_PEER_IP="$RXE_PEER_IP"} ${RXE_PEER_IP6:+RXE_PEER_IP6="$RXE_PEER_IP6"} \
+	RDMACM_IN_VM=1 \
+	/bin/bash "$S/cmd.sh" </dev/null >>"$S/output" 2>&1
+echo $? > "$S/rc.tmp"
+mv "$S/rc.tmp" "$S/rc"
