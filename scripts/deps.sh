@@ -8,6 +8,7 @@ PACKAGES=(
   libgtest-dev                               # unit and integration tests
   librdmacm-dev rdmacm-utils                 # rdma-core: the ABI reference and peer tools
   python3-pyelftools                         # DWARF reader for the ABI layout tests
+  mandoc groff-base                          # manual page lint
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

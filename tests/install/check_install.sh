@@ -8,7 +8,7 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 prefix=$work/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
 libdir=$(dirname "$(find "$prefix" -name librdmacm.so.1 | head -1)")
-for f in include/rdma/rdma_cma.h include/rdma/rdma_verbs.h include/rdma/rsocket.h \
+for f in share/man/man1/cminfo.1 include/rdma/rdma_cma.h include/rdma/rdma_verbs.h include/rdma/rsocket.h \
          include/rdma/rdma_cma_abi.h include/infiniband/ib.h bin/cminfo; do
   [ -e "$prefix/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
 done
