@@ -2,9 +2,11 @@
 // One function per command; no state beyond the ABI version check.
 #include "core/transport.h"
 
+#include <infiniband/verbs.h>
 #include <rdma/rdma_user_cm.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -68,6 +70,88 @@ uint64_t ptr(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 void copy_addr(sockaddr_storage* out, const __kernel_sockaddr_storage& in) {
   static_assert(sizeof(*out) == sizeof(in));
   std::memcpy(out, &in, sizeof(*out));
+}
+
+void to_kernel(rdma_ucm_conn_param* out, const WireConnParam& in) {
+  out->qp_num = in.qp_num;
+  out->qkey = in.qkey;
+  std::memcpy(out->private_data, in.private_data, sizeof(out->private_data));
+  out->private_data_len = in.private_data_len;
+  out->srq = in.srq;
+  out->responder_resources = in.responder_resources;
+  out->initiator_depth = in.initiator_depth;
+  out->flow_control = in.flow_control;
+  out->retry_count = in.retry_count;
+  out->rnr_retry_count = in.rnr_retry_count;
+  out->valid = in.valid;
+}
+
+void from_kernel(WireConnParam* out, const rdma_ucm_conn_param& in) {
+  out->qp_num = in.qp_num;
+  out->qkey = in.qkey;
+  std::memcpy(out->private_data, in.private_data, sizeof(in.private_data));
+  out->private_data_len = in.private_data_len;
+  out->srq = in.srq;
+  out->responder_resources = in.responder_resources;
+  out->initiator_depth = in.initiator_depth;
+  out->flow_control = in.flow_control;
+  out->retry_count = in.retry_count;
+  out->rnr_retry_count = in.rnr_retry_count;
+  out->valid = in.valid;
+}
+
+void from_kernel(ibv_ah_attr* out, const ib_uverbs_ah_attr& in) {
+  std::memcpy(out->grh.dgid.raw, in.grh.dgid, sizeof(in.grh.dgid));
+  out->grh.flow_label = in.grh.flow_label;
+  out->grh.sgid_index = in.grh.sgid_index;
+  out->grh.hop_limit = in.grh.hop_limit;
+  out->grh.traffic_class = in.grh.traffic_class;
+  out->dlid = in.dlid;
+  out->sl = in.sl;
+  out->src_path_bits = in.src_path_bits;
+  out->static_rate = in.static_rate;
+  out->is_global = in.is_global;
+  out->port_num = in.port_num;
+}
+
+void from_kernel(ibv_qp_attr* out, const ib_uverbs_qp_attr& in) {
+  out->qp_state = static_cast<ibv_qp_state>(in.qp_state);
+  out->cur_qp_state = static_cast<ibv_qp_state>(in.cur_qp_state);
+  out->path_mtu = static_cast<ibv_mtu>(in.path_mtu);
+  out->path_mig_state = static_cast<ibv_mig_state>(in.path_mig_state);
+  out->qkey = in.qkey;
+  out->rq_psn = in.rq_psn;
+  out->sq_psn = in.sq_psn;
+  out->dest_qp_num = in.dest_qp_num;
+  out->qp_access_flags = static_cast<int>(in.qp_access_flags);
+  out->cap.max_send_wr = in.max_send_wr;
+  out->cap.max_recv_wr = in.max_recv_wr;
+  out->cap.max_send_sge = in.max_send_sge;
+  out->cap.max_recv_sge = in.max_recv_sge;
+  out->cap.max_inline_data = in.max_inline_data;
+  from_kernel(&out->ah_attr, in.ah_attr);
+  from_kernel(&out->alt_ah_attr, in.alt_ah_attr);
+  out->pkey_index = in.pkey_index;
+  out->alt_pkey_index = in.alt_pkey_index;
+  out->en_sqd_async_notify = in.en_sqd_async_notify;
+  out->sq_draining = in.sq_draining;
+  out->max_rd_atomic = in.max_rd_atomic;
+  out->max_dest_rd_atomic = in.max_dest_rd_atomic;
+  out->min_rnr_timer = in.min_rnr_timer;
+  out->port_num = in.port_num;
+  out->timeout = in.timeout;
+  out->retry_cnt = in.retry_cnt;
+  out->rnr_retry = in.rnr_retry;
+  out->alt_port_num = in.alt_port_num;
+  out->alt_timeout = in.alt_timeout;
+}
+
+void from_kernel(WireUdParam* out, const rdma_ucm_ud_param& in) {
+  out->qp_num = in.qp_num;
+  out->qkey = in.qkey;
+  from_kernel(&out->ah_attr, in.ah_attr);
+  std::memcpy(out->private_data, in.private_data, sizeof(in.private_data));
+  out->private_data_len = in.private_data_len;
 }
 
 class KernelTransport final : public Transport {
@@ -162,21 +246,153 @@ class KernelTransport final : public Transport {
     out->id = resp.id;
     out->event = resp.event;
     out->status = static_cast<int32_t>(resp.status);
-    const rdma_ucm_conn_param& c = resp.param.conn;
-    out->conn.qp_num = c.qp_num;
-    out->conn.qkey = c.qkey;
-    std::memcpy(out->conn.private_data, c.private_data, sizeof(c.private_data));
-    out->conn.private_data_len = c.private_data_len;
-    out->conn.srq = c.srq;
-    out->conn.responder_resources = c.responder_resources;
-    out->conn.initiator_depth = c.initiator_depth;
-    out->conn.flow_control = c.flow_control;
-    out->conn.retry_count = c.retry_count;
-    out->conn.rnr_retry_count = c.rnr_retry_count;
-    out->conn.valid = c.valid;
-    out->ece_vendor_id = resp.ece.vendor_id;
-    out->ece_attr_mod = resp.ece.attr_mod;
+    from_kernel(&out->conn, resp.param.conn);
+    from_kernel(&out->ud, resp.param.ud);
+    out->ece.vendor_id = resp.ece.vendor_id;
+    out->ece.attr_mod = resp.ece.attr_mod;
     return 0;
+  }
+
+  int resolve_route(int fd, uint32_t id, uint32_t timeout_ms) override {
+    rdma_ucm_resolve_route cmd{};
+    cmd.id = id;
+    cmd.timeout_ms = timeout_ms;
+    return execute(fd, RDMA_USER_CM_CMD_RESOLVE_ROUTE, cmd);
+  }
+
+  int query_path(int fd, uint32_t id, std::vector<ibv_path_data>* out) override {
+    // Room for the primary and alternate paths of both directions and more.
+    constexpr size_t kMaxPaths = 6;
+    static_assert(sizeof(ib_path_rec_data) == sizeof(ibv_path_data));
+    alignas(8) uint8_t resp[sizeof(rdma_ucm_query_path_resp) +
+                            kMaxPaths * sizeof(ib_path_rec_data)] = {};
+    int err = query(fd, id, RDMA_USER_CM_QUERY_PATH, resp, sizeof(resp));
+    if (err) return err;
+    uint32_t num_paths;
+    std::memcpy(&num_paths, resp + offsetof(rdma_ucm_query_path_resp, num_paths),
+                sizeof(num_paths));
+    size_t n = std::min<size_t>(num_paths, kMaxPaths);
+    out->resize(n);
+    std::memcpy(out->data(), resp + sizeof(rdma_ucm_query_path_resp),
+                n * sizeof(ibv_path_data));
+    return 0;
+  }
+
+  int connect(int fd, uint32_t id, const WireConnParam& param,
+              const WireEce& ece) override {
+    rdma_ucm_connect cmd{};
+    to_kernel(&cmd.conn_param, param);
+    cmd.id = id;
+    cmd.ece.vendor_id = ece.vendor_id;
+    cmd.ece.attr_mod = ece.attr_mod;
+    return execute(fd, RDMA_USER_CM_CMD_CONNECT, cmd);
+  }
+
+  int listen(int fd, uint32_t id, int backlog) override {
+    rdma_ucm_listen cmd{};
+    cmd.id = id;
+    cmd.backlog = static_cast<uint32_t>(backlog);
+    return execute(fd, RDMA_USER_CM_CMD_LISTEN, cmd);
+  }
+
+  int accept(int fd, uint32_t id, uint64_t uid, const WireConnParam& param,
+             const WireEce& ece) override {
+    rdma_ucm_accept cmd{};
+    cmd.uid = uid;
+    to_kernel(&cmd.conn_param, param);
+    cmd.id = id;
+    cmd.ece.vendor_id = ece.vendor_id;
+    cmd.ece.attr_mod = ece.attr_mod;
+    return execute(fd, RDMA_USER_CM_CMD_ACCEPT, cmd);
+  }
+
+  int reject(int fd, uint32_t id, const void* private_data,
+             uint8_t private_data_len, uint8_t reason) override {
+    rdma_ucm_reject cmd{};
+    cmd.id = id;
+    cmd.reason = reason;
+    if (private_data && private_data_len) {
+      std::memcpy(cmd.private_data, private_data, private_data_len);
+      cmd.private_data_len = private_data_len;
+    }
+    return execute(fd, RDMA_USER_CM_CMD_REJECT, cmd);
+  }
+
+  int disconnect(int fd, uint32_t id) override {
+    rdma_ucm_disconnect cmd{};
+    cmd.id = id;
+    return execute(fd, RDMA_USER_CM_CMD_DISCONNECT, cmd);
+  }
+
+  int init_qp_attr(int fd, uint32_t id, ibv_qp_state state, ibv_qp_attr* attr,
+                   int* mask) override {
+    ib_uverbs_qp_attr resp{};
+    rdma_ucm_init_qp_attr cmd{};
+    cmd.response = ptr(&resp);
+    cmd.id = id;
+    cmd.qp_state = state;
+    int err = execute(fd, RDMA_USER_CM_CMD_INIT_QP_ATTR, cmd, sizeof(resp));
+    if (err) return err;
+    from_kernel(attr, resp);
+    *mask = static_cast<int>(resp.qp_attr_mask);
+    return 0;
+  }
+
+  int notify(int fd, uint32_t id, uint32_t event) override {
+    rdma_ucm_notify cmd{};
+    cmd.id = id;
+    cmd.event = event;
+    return execute(fd, RDMA_USER_CM_CMD_NOTIFY, cmd);
+  }
+
+  int set_option(int fd, uint32_t id, int level, int name, const void* value,
+                 size_t len) override {
+    rdma_ucm_set_option cmd{};
+    cmd.optval = ptr(value);
+    cmd.id = id;
+    cmd.level = static_cast<uint32_t>(level);
+    cmd.optname = static_cast<uint32_t>(name);
+    cmd.optlen = static_cast<uint32_t>(len);
+    return execute(fd, RDMA_USER_CM_CMD_SET_OPTION, cmd);
+  }
+
+  int migrate_id(int new_fd, uint32_t id, int old_fd,
+                 uint32_t* events_reported) override {
+    rdma_ucm_migrate_resp resp{};
+    rdma_ucm_migrate_id cmd{};
+    cmd.response = ptr(&resp);
+    cmd.id = id;
+    cmd.fd = static_cast<uint32_t>(old_fd);
+    int err = execute(new_fd, RDMA_USER_CM_CMD_MIGRATE_ID, cmd, sizeof(resp));
+    if (!err) *events_reported = resp.events_reported;
+    return err;
+  }
+
+  int join_mcast(int fd, uint32_t id, uint64_t uid, const sockaddr* addr,
+                 socklen_t len, uint16_t join_flags, uint32_t* mc_handle) override {
+    rdma_ucm_create_id_resp resp{};
+    rdma_ucm_join_mcast cmd{};
+    if (len > sizeof(cmd.addr)) return -EINVAL;
+    cmd.response = ptr(&resp);
+    cmd.uid = uid;
+    cmd.id = id;
+    cmd.addr_size = static_cast<uint16_t>(len);
+    cmd.join_flags = join_flags;
+    std::memcpy(&cmd.addr, addr, len);
+    int err = execute(fd, RDMA_USER_CM_CMD_JOIN_MCAST, cmd, sizeof(resp));
+    if (!err) *mc_handle = resp.id;
+    return err;
+  }
+
+  int leave_mcast(int fd, uint32_t mc_handle, uint32_t* events_reported) override {
+    // LEAVE_MCAST takes the destroy-id layout with the multicast handle.
+    rdma_ucm_destroy_id_resp resp{};
+    rdma_ucm_destroy_id cmd{};
+    cmd.response = ptr(&resp);
+    cmd.id = mc_handle;
+    int err = execute(fd, RDMA_USER_CM_CMD_LEAVE_MCAST, cmd, sizeof(resp));
+    if (!err) *events_reported = resp.events_reported;
+    return err;
   }
 
  private:

@@ -129,4 +129,69 @@ int FakeTransport::get_event(int fd, WireEvent* out) {
   return 0;
 }
 
+int FakeTransport::simple(const char* command, uint32_t id) {
+  std::lock_guard lock(mutex_);
+  if (int err = injected(command)) return err;
+  return ids_.count(id) ? 0 : -EINVAL;
+}
+
+int FakeTransport::resolve_route(int, uint32_t id, uint32_t) {
+  return simple("resolve_route", id);
+}
+
+int FakeTransport::query_path(int, uint32_t id, std::vector<ibv_path_data>* out) {
+  out->clear();
+  return simple("query_path", id);
+}
+
+int FakeTransport::connect(int, uint32_t id, const WireConnParam& param, const WireEce&) {
+  last_conn = param;
+  return simple("connect", id);
+}
+
+int FakeTransport::listen(int, uint32_t id, int) { return simple("listen", id); }
+
+int FakeTransport::accept(int, uint32_t id, uint64_t, const WireConnParam& param,
+                          const WireEce&) {
+  last_conn = param;
+  return simple("accept", id);
+}
+
+int FakeTransport::reject(int, uint32_t id, const void*, uint8_t, uint8_t) {
+  return simple("reject", id);
+}
+
+int FakeTransport::disconnect(int, uint32_t id) { return simple("disconnect", id); }
+
+int FakeTransport::init_qp_attr(int, uint32_t id, ibv_qp_state state, ibv_qp_attr* attr,
+                                int* mask) {
+  *attr = {};
+  attr->qp_state = state;
+  *mask = IBV_QP_STATE;
+  return simple("init_qp_attr", id);
+}
+
+int FakeTransport::notify(int, uint32_t id, uint32_t) { return simple("notify", id); }
+
+int FakeTransport::set_option(int, uint32_t id, int, int, const void*, size_t) {
+  return simple("set_option", id);
+}
+
+int FakeTransport::migrate_id(int, uint32_t id, int, uint32_t* events_reported) {
+  *events_reported = reported(id);
+  return simple("migrate_id", id);
+}
+
+int FakeTransport::join_mcast(int, uint32_t id, uint64_t, const sockaddr*, socklen_t,
+                              uint16_t, uint32_t* mc_handle) {
+  *mc_handle = 1000 + id;
+  return simple("join_mcast", id);
+}
+
+int FakeTransport::leave_mcast(int, uint32_t, uint32_t* events_reported) {
+  *events_reported = 0;
+  std::lock_guard lock(mutex_);
+  return injected("leave_mcast");
+}
+
 }  // namespace rdmacm::testing

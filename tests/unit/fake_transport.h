@@ -44,9 +44,34 @@ class FakeTransport : public Transport {
   int query_addr(int fd, uint32_t id, WireAddr* out) override;
   int query_gid(int fd, uint32_t id, uint8_t sgid[16], uint8_t dgid[16]) override;
   int get_event(int fd, WireEvent* out) override;
+  int resolve_route(int fd, uint32_t id, uint32_t timeout_ms) override;
+  int query_path(int fd, uint32_t id, std::vector<ibv_path_data>* out) override;
+  int connect(int fd, uint32_t id, const WireConnParam& param,
+              const WireEce& ece) override;
+  int listen(int fd, uint32_t id, int backlog) override;
+  int accept(int fd, uint32_t id, uint64_t uid, const WireConnParam& param,
+             const WireEce& ece) override;
+  int reject(int fd, uint32_t id, const void* private_data,
+             uint8_t private_data_len, uint8_t reason) override;
+  int disconnect(int fd, uint32_t id) override;
+  int init_qp_attr(int fd, uint32_t id, ibv_qp_state state, ibv_qp_attr* attr,
+                   int* mask) override;
+  int notify(int fd, uint32_t id, uint32_t event) override;
+  int set_option(int fd, uint32_t id, int level, int name, const void* value,
+                 size_t len) override;
+  int migrate_id(int new_fd, uint32_t id, int old_fd,
+                 uint32_t* events_reported) override;
+  int join_mcast(int fd, uint32_t id, uint64_t uid, const sockaddr* addr,
+                 socklen_t len, uint16_t join_flags, uint32_t* mc_handle) override;
+  int leave_mcast(int fd, uint32_t mc_handle, uint32_t* events_reported) override;
+
+  // The last connection parameters handed to connect or accept.
+  WireConnParam last_conn;
 
  private:
   int injected(const std::string& command);
+  // Common body of the commands that only act on a live id.
+  int simple(const char* command, uint32_t id);
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;
