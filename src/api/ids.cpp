@@ -25,7 +25,9 @@ RDMACM_EXPORT int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr,
   return api::call([&] { return core::resolve_addr(id, src_addr, dst_addr, timeout_ms); });
 }
 
-RDMACM_EXPORT int rdma_resolve_route(rdma_cm_id*, int) { return api::not_implemented(); }
+RDMACM_EXPORT int rdma_resolve_route(rdma_cm_id* id, int timeout_ms) {
+  return api::call([&] { return core::resolve_route(id, timeout_ms); });
+}
 
 RDMACM_EXPORT uint16_t rdma_get_src_port(rdma_cm_id* id) {
   try {
@@ -43,10 +45,11 @@ RDMACM_EXPORT uint16_t rdma_get_dst_port(rdma_cm_id* id) {
   }
 }
 
-RDMACM_EXPORT int rdma_migrate_id(rdma_cm_id*, rdma_event_channel*) {
-  return api::not_implemented();
+RDMACM_EXPORT int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
+  return api::call([&] { return core::migrate_id(id, channel); });
 }
 
-RDMACM_EXPORT int rdma_set_option(rdma_cm_id*, int, int, void*, size_t) {
-  return api::not_implemented();
+RDMACM_EXPORT int rdma_set_option(rdma_cm_id* id, int level, int optname, void* optval,
+                                  size_t optlen) {
+  return api::call([&] { return core::set_option(id, level, optname, optval, optlen); });
 }

@@ -27,6 +27,31 @@ int resolve_addr(rdma_cm_id* id, const sockaddr* src, const sockaddr* dst,
 uint16_t src_port(rdma_cm_id* id);
 uint16_t dst_port(rdma_cm_id* id);
 
+int resolve_route(rdma_cm_id* id, int timeout_ms);
+int set_option(rdma_cm_id* id, int level, int name, const void* value, size_t len);
+int migrate_id(rdma_cm_id* id, rdma_event_channel* channel);
+
+// Connections (core/connections.cpp)
+int connect(rdma_cm_id* id, const rdma_conn_param* param);
+int listen(rdma_cm_id* id, int backlog);
+int accept(rdma_cm_id* id, const rdma_conn_param* param);
+// ece: reject as rdma_reject_ece does (vendor option not supported).
+int reject(rdma_cm_id* id, const void* private_data, uint8_t len, bool ece);
+int disconnect(rdma_cm_id* id);
+int establish(rdma_cm_id* id);
+int notify(rdma_cm_id* id, int event);
+int init_qp_attr(rdma_cm_id* id, ibv_qp_attr* attr, int* mask);
+int set_local_ece(rdma_cm_id* id, const ibv_ece* ece);
+int get_remote_ece(rdma_cm_id* id, ibv_ece* ece);
+
+// QPs and SRQs (core/qps.cpp)
+int create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr);
+int create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* attr);
+int destroy_qp(rdma_cm_id* id);
+int create_srq_ex(rdma_cm_id* id, ibv_srq_init_attr_ex* attr);
+int create_srq(rdma_cm_id* id, ibv_pd* pd, ibv_srq_init_attr* attr);
+int destroy_srq(rdma_cm_id* id);
+
 // Devices (core/devices.cpp)
 int get_devices(ibv_context*** out, int* count);
 int free_devices(ibv_context** list);

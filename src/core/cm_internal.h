@@ -3,15 +3,39 @@
 
 #include <rdma/rdma_cma.h>
 
+#include <memory>
+
 #include "core/objects.h"
 
 namespace rdmacm::core {
+
+// The live id behind a public pointer, or nullptr.
+std::shared_ptr<CmId> find_id(rdma_cm_id* pub);
 
 // Reads the next event of this channel and hands it out (blocking unless the
 // fd is non-blocking).
 int next_event(EventChannel& channel, rdma_cm_event** out);
 
-// Re-reads the id's addresses, device, port and GIDs from the kernel.
+// In synchronous mode, waits for the id's next event and turns a failure
+// status into the call's error, as rdma-core does; 0 otherwise.
+int complete(CmId& id);
+
+// Re-reads the id's addresses, device, port and (on IB transports) GIDs.
 int refresh_address(CmId& id);
+// Re-reads the path records of a resolved route into id.pub.route.
+int refresh_paths(CmId& id);
+
+// QP state transitions driven by the kernel's INIT_QP_ATTR answers.
+int modify_qp_rtr(CmId& id, uint8_t responder_resources);
+int modify_qp_rts(CmId& id, uint8_t initiator_depth);
+int modify_qp_err(CmId& id);
+// Active side, after the peer's response: QP to RTS and RTU to the peer.
+int finish_connect(CmId& id);
+
+// Creates an id with an existing kernel handle (a connection request's) on
+// this channel, registered like any other.
+std::shared_ptr<CmId> adopt_id(const CmId& listener, uint32_t handle);
+// Moves the id to a new channel (nullptr: a private synchronous one).
+int migrate(CmId& id, const std::shared_ptr<EventChannel>& to);
 
 }  // namespace rdmacm::core

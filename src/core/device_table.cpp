@@ -18,10 +18,13 @@ void DeviceTable::refresh_locked() {
   bool added = false;
   for (int i = 0; i < n; ++i) {
     uint64_t guid = ibv_get_device_guid(list[i]);
-    auto same = [&](const Device& d) { return d.guid_be == guid; };
+    auto same = [&](const auto& d) { return d->guid_be == guid; };
     if (std::find_if(devices_.begin(), devices_.end(), same) != devices_.end())
       continue;
-    devices_.push_back({list[i], guid, nullptr});
+    auto d = std::make_unique<Device>();
+    d->dev = list[i];
+    d->guid_be = guid;
+    devices_.push_back(std::move(d));
     added = true;
   }
   if (added)
@@ -30,26 +33,38 @@ void DeviceTable::refresh_locked() {
     ibv_free_device_list(list);
 }
 
-ibv_context* DeviceTable::open_locked(Device& d) {
+bool DeviceTable::open_locked(Device& d) {
+  if (d.pd) return true;
   if (!d.ctx) d.ctx = ibv_open_device(d.dev);
-  return d.ctx;
+  if (!d.ctx) return false;
+  ibv_device_attr attr;
+  if (ibv_query_device(d.ctx, &attr)) return false;
+  d.max_initiator_depth = static_cast<uint8_t>(attr.max_qp_init_rd_atom);
+  d.max_responder_resources = static_cast<uint8_t>(attr.max_qp_rd_atom);
+  d.link_layer.assign(attr.phys_port_cnt, IBV_LINK_LAYER_UNSPECIFIED);
+  for (uint8_t port = 1; port <= attr.phys_port_cnt; ++port) {
+    ibv_port_attr pa;
+    if (!ibv_query_port(d.ctx, port, &pa)) d.link_layer[port - 1] = pa.link_layer;
+  }
+  d.pd = ibv_alloc_pd(d.ctx);
+  return d.pd != nullptr;
 }
 
 std::vector<ibv_context*> DeviceTable::open_all(int* err) {
   std::lock_guard lock(mutex_);
   refresh_locked();
   std::vector<ibv_context*> out;
-  for (Device& d : devices_)
-    if (ibv_context* ctx = open_locked(d)) out.push_back(ctx);
+  for (auto& d : devices_)
+    if (open_locked(*d)) out.push_back(d->ctx);
   *err = out.empty() ? -ENODEV : 0;
   return out;
 }
 
-ibv_context* DeviceTable::by_guid(uint64_t guid_be) {
+Device* DeviceTable::by_guid(uint64_t guid_be) {
   std::lock_guard lock(mutex_);
   for (int attempt = 0; attempt < 2; ++attempt) {
-    for (Device& d : devices_)
-      if (d.guid_be == guid_be) return open_locked(d);
+    for (auto& d : devices_)
+      if (d->guid_be == guid_be) return open_locked(*d) ? d.get() : nullptr;
     refresh_locked();  // a device created after our last look
   }
   return nullptr;

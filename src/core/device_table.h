@@ -1,8 +1,9 @@
-// The RDMA devices of this host, each with its lazily opened ibv_context.
+// The RDMA devices of this host, each with its lazily opened ibv_context and
+// default protection domain.
 //
-// Contexts stay open for the life of the process, as rdma-core's do, so the
+// Devices stay open for the life of the process, as rdma-core's do, so the
 // pointers handed out by rdma_get_devices and stored in rdma_cm_id::verbs
-// remain valid after rdma_free_devices.
+// and ::pd remain valid after rdma_free_devices.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -14,32 +15,36 @@
 
 namespace rdmacm {
 
+struct Device {
+  ibv_device* dev = nullptr;
+  uint64_t guid_be = 0;
+  ibv_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;  // the default PD for ids on this device
+  uint8_t max_initiator_depth = 0;
+  uint8_t max_responder_resources = 0;
+  std::vector<uint8_t> link_layer;  // per port, index port_num - 1
+};
+
 class DeviceTable {
  public:
   static DeviceTable& instance();
 
-  // Opens every device; returns their contexts (empty with errno-style code
-  // in *err when there is none or none could be opened).
+  // Opens every device; returns their contexts (empty, with -ENODEV in *err,
+  // when there is none or none could be opened).
   std::vector<ibv_context*> open_all(int* err);
 
-  // Context of the device with this node GUID (network byte order, as the
-  // kernel reports it), opening it on first use; nullptr if unknown.
-  ibv_context* by_guid(uint64_t guid_be);
+  // The device with this node GUID (network byte order, as the kernel reports
+  // it), opened with its default PD; nullptr if unknown or unusable.
+  Device* by_guid(uint64_t guid_be);
 
  private:
-  struct Device {
-    ibv_device* dev = nullptr;
-    uint64_t guid_be = 0;
-    ibv_context* ctx = nullptr;
-  };
-
   // Refreshes the device list (devices may be added after start-up, e.g. an
   // rxe link created after the first call). Caller holds mutex_.
   void refresh_locked();
-  ibv_context* open_locked(Device& d);
+  bool open_locked(Device& d);
 
   std::mutex mutex_;
-  std::vector<Device> devices_;
+  std::vector<std::unique_ptr<Device>> devices_;
   std::vector<ibv_device**> lists_;  // kept alive: Device::dev points into them
 };
 

@@ -1,4 +1,4 @@
-// Identifiers: creation, destruction, binding and address resolution.
+// Identifiers: creation, destruction, addressing, options and migration.
 #include <infiniband/ib.h>
 
 #include <cerrno>
@@ -27,21 +27,6 @@ int default_qp_type(int port_space) {
   }
 }
 
-// In synchronous mode, waits for the id's next event and turns a failure
-// status into the call's error, as rdma-core does.
-int complete(CmId& id) {
-  if (!id.sync) return 0;
-  if (id.pub.event) {
-    ack_event(id.pub.event);
-    id.pub.event = nullptr;
-  }
-  if (int err = next_event(*id.channel, &id.pub.event)) return err;
-  const rdma_cm_event& ev = *id.pub.event;
-  if (!ev.status) return 0;
-  if (ev.event == RDMA_CM_EVENT_REJECTED) return -ECONNREFUSED;
-  return ev.status < 0 ? ev.status : -ev.status;
-}
-
 uint16_t port_of(const sockaddr* sa) {
   switch (sa->sa_family) {
     case AF_INET:
@@ -54,6 +39,23 @@ uint16_t port_of(const sockaddr* sa) {
     }
     default:
       return 0;
+  }
+}
+
+// A new private channel for a synchronous id.
+std::shared_ptr<EventChannel> private_channel(int* err) {
+  int fd = transport().open_channel();
+  if (fd < 0) {
+    *err = fd;
+    return nullptr;
+  }
+  return std::make_shared<EventChannel>(fd);
+}
+
+void ack_stored_event(CmId& id) {
+  if (id.pub.event) {
+    ack_event(id.pub.event);
+    id.pub.event = nullptr;
   }
 }
 
@@ -73,20 +75,30 @@ socklen_t addr_len(const sockaddr* addr) {
   }
 }
 
+std::shared_ptr<CmId> find_id(rdma_cm_id* pub) { return Objects::get().ids.find(pub); }
+
+int complete(CmId& id) {
+  if (!id.sync) return 0;
+  ack_stored_event(id);
+  if (int err = next_event(*id.channel, &id.pub.event)) return err;
+  const rdma_cm_event& ev = *id.pub.event;
+  if (!ev.status) return 0;
+  if (ev.event == RDMA_CM_EVENT_REJECTED) return -ECONNREFUSED;
+  return ev.status < 0 ? ev.status : -ev.status;
+}
+
 int create_id(rdma_event_channel* channel, rdma_cm_id** out, void* context,
               int port_space) {
   int qp_type = default_qp_type(port_space);
   if (qp_type < 0) return -EINVAL;
-  Objects& objs = Objects::get();
 
   auto id = std::make_shared<CmId>();
   if (channel) {
-    id->channel = objs.channels.find(channel);
+    id->channel = Objects::get().channels.find(channel);
     if (!id->channel) return -EINVAL;
   } else {
-    rdma_event_channel* own = nullptr;
-    if (int err = create_channel(&own)) return err;
-    id->channel = objs.channels.find(own);
+    int err = 0;
+    if (!(id->channel = private_channel(&err))) return err;
     id->sync = true;
   }
   id->pub.channel = &id->channel->pub;
@@ -94,17 +106,25 @@ int create_id(rdma_event_channel* channel, rdma_cm_id** out, void* context,
   id->pub.ps = static_cast<rdma_port_space>(port_space);
   id->pub.qp_type = static_cast<ibv_qp_type>(qp_type);
 
-  int err = transport().create_id(id->channel->pub.fd, id->uid(),
-                                  static_cast<uint16_t>(port_space),
-                                  static_cast<uint8_t>(qp_type), &id->handle);
-  if (err) {
-    if (id->sync) objs.channels.take(id->pub.channel);
+  if (int err = transport().create_id(id->fd(), id->uid(),
+                                      static_cast<uint16_t>(port_space),
+                                      static_cast<uint8_t>(qp_type), &id->handle))
     return err;
-  }
-  objs.attached.add(reinterpret_cast<const void*>(id->uid()), id);
+  Objects::get().publish(id);
   *out = &id->pub;
-  objs.ids.add(*out, std::move(id));
   return 0;
+}
+
+std::shared_ptr<CmId> adopt_id(const CmId& listener, uint32_t handle) {
+  auto id = std::make_shared<CmId>();
+  id->channel = listener.channel;
+  id->handle = handle;
+  id->pub.channel = listener.pub.channel;
+  id->pub.context = listener.pub.context;
+  id->pub.ps = listener.pub.ps;
+  id->pub.qp_type = listener.pub.qp_type;
+  Objects::get().publish(id);
+  return id;
 }
 
 int destroy_id(rdma_cm_id* pub) {
@@ -112,71 +132,112 @@ int destroy_id(rdma_cm_id* pub) {
   auto id = objs.ids.take(pub);
   if (!id) return -EINVAL;
   id->destroying = true;
-  if (id->sync && id->pub.event) {
-    ack_event(id->pub.event);
-    id->pub.event = nullptr;
-  }
+  ack_stored_event(*id);
   uint32_t reported = 0;
-  int err = transport().destroy_id(id->channel->pub.fd, id->handle, &reported);
-  objs.attached.take(reinterpret_cast<const void*>(id->uid()));
+  int err = transport().destroy_id(id->fd(), id->handle, &reported);
+  objs.detach(*id);
   if (err) return err;
   // Events already handed to the application must be acknowledged first.
   id->wait_events_done(reported);
-  if (id->sync) objs.channels.take(id->pub.channel);
   return 0;
 }
 
 int refresh_address(CmId& id) {
   WireAddr a;
-  int fd = id.channel->pub.fd;
-  if (int err = transport().query_addr(fd, id.handle, &a)) return err;
+  if (int err = transport().query_addr(id.fd(), id.handle, &a)) return err;
   rdma_addr& addr = id.pub.route.addr;
   std::memcpy(&addr.src_storage, &a.src, sizeof(a.src));
   std::memcpy(&addr.dst_storage, &a.dst, sizeof(a.dst));
-  if (!id.pub.verbs && a.node_guid) {
-    id.pub.verbs = DeviceTable::instance().by_guid(a.node_guid);
-    if (!id.pub.verbs) return -ENODEV;
+  if (!id.device && a.node_guid) {
+    id.device = DeviceTable::instance().by_guid(a.node_guid);
+    if (!id.device) return -ENODEV;
+    id.pub.verbs = id.device->ctx;
+    id.pub.pd = id.device->pd;
     id.pub.port_num = a.port_num;
     addr.addr.ibaddr.pkey = a.pkey;
   }
-  if (!id.pub.verbs) return 0;  // bound to an address that has no device yet
-  return transport().query_gid(fd, id.handle, addr.addr.ibaddr.sgid.raw,
+  if (!id.pub.verbs || id.pub.verbs->device->transport_type != IBV_TRANSPORT_IB)
+    return 0;
+  return transport().query_gid(id.fd(), id.handle, addr.addr.ibaddr.sgid.raw,
                                addr.addr.ibaddr.dgid.raw);
 }
 
 int bind_addr(rdma_cm_id* pub, const sockaddr* addr) {
-  auto id = Objects::get().ids.find(pub);
+  auto id = find_id(pub);
   if (!id) return -EINVAL;
   socklen_t len = addr_len(addr);
   if (!len) return -EINVAL;
-  if (int err = transport().bind(id->channel->pub.fd, id->handle, addr, len))
-    return err;
+  if (int err = transport().bind(id->fd(), id->handle, addr, len)) return err;
   return refresh_address(*id);
 }
 
 int resolve_addr(rdma_cm_id* pub, const sockaddr* src, const sockaddr* dst,
                  int timeout_ms) {
-  auto id = Objects::get().ids.find(pub);
+  auto id = find_id(pub);
   if (!id) return -EINVAL;
   socklen_t dst_len = addr_len(dst);
   socklen_t src_len = addr_len(src);
-  if (!dst_len || (src && !src_len)) return -EINVAL;
-  if (int err = transport().resolve_addr(id->channel->pub.fd, id->handle, src,
-                                         src_len, dst, dst_len,
-                                         static_cast<uint32_t>(timeout_ms)))
+  if (!dst_len || (src && !src_len) || timeout_ms < 0) return -EINVAL;
+  if (int err = transport().resolve_addr(id->fd(), id->handle, src, src_len, dst,
+                                         dst_len, static_cast<uint32_t>(timeout_ms)))
     return err;
   std::memcpy(&id->pub.route.addr.dst_storage, dst, dst_len);
   return complete(*id);
 }
 
+int resolve_route(rdma_cm_id* pub, int timeout_ms) {
+  auto id = find_id(pub);
+  if (!id) return -EINVAL;
+  if (!id->pub.verbs || timeout_ms < 0) return -EINVAL;  // address not resolved
+  if (int err = transport().resolve_route(id->fd(), id->handle,
+                                          static_cast<uint32_t>(timeout_ms)))
+    return err;
+  return complete(*id);
+}
+
 uint16_t src_port(rdma_cm_id* pub) {
-  auto id = Objects::get().ids.find(pub);
+  auto id = find_id(pub);
   return id ? port_of(&id->pub.route.addr.src_addr) : 0;
 }
 
 uint16_t dst_port(rdma_cm_id* pub) {
-  auto id = Objects::get().ids.find(pub);
+  auto id = find_id(pub);
   return id ? port_of(&id->pub.route.addr.dst_addr) : 0;
+}
+
+int set_option(rdma_cm_id* pub, int level, int name, const void* value, size_t len) {
+  auto id = find_id(pub);
+  if (!id || !value || !len || len > UINT32_MAX) return -EINVAL;
+  return transport().set_option(id->fd(), id->handle, level, name, value, len);
+}
+
+int migrate(CmId& id, const std::shared_ptr<EventChannel>& to) {
+  std::shared_ptr<EventChannel> target = to;
+  int err = 0;
+  if (!target && !(target = private_channel(&err))) return err;
+  uint32_t reported = 0;
+  if ((err = transport().migrate_id(target->pub.fd, id.handle, id.fd(), &reported)))
+    return err;
+  if (id.sync) ack_stored_event(id);
+  id.channel = target;
+  id.pub.channel = &target->pub;
+  id.sync = !to;
+  // Events of the old channel already handed out must be acknowledged
+  // before the id's events may flow on the new one.
+  id.wait_events_done(reported);
+  return 0;
+}
+
+int migrate_id(rdma_cm_id* pub, rdma_event_channel* channel) {
+  auto id = find_id(pub);
+  if (!id) return -EINVAL;
+  std::shared_ptr<EventChannel> to;
+  if (channel) {
+    if (!(to = Objects::get().channels.find(channel))) return -EINVAL;
+  } else if (id->sync) {
+    return -EINVAL;  // already synchronous
+  }
+  return migrate(*id, to);
 }
 
 }  // namespace rdmacm::core

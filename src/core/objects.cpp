@@ -24,4 +24,15 @@ Objects& Objects::get() {
   return *objects;
 }
 
+void Objects::publish(const std::shared_ptr<CmId>& id) {
+  attached.add(key(id->uid()), id);
+  handles.add(handle_key(id->handle), id);
+  ids.add(&id->pub, id);
+}
+
+void Objects::detach(const CmId& id) {
+  attached.take(key(id.uid()));
+  handles.take(handle_key(id.handle));
+}
+
 }  // namespace rdmacm

@@ -8,10 +8,14 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "core/registry.h"
+#include "core/transport.h"
 
 namespace rdmacm {
+
+struct Device;
 
 // An rdma_event_channel: one kernel fd on which the events of its ids arrive.
 class EventChannel {
@@ -30,10 +34,20 @@ class CmId {
   rdma_cm_id pub{};
   uint32_t handle = 0;                    // the kernel's id
   std::shared_ptr<EventChannel> channel;  // keeps the fd open while we live
-  bool sync = false;                      // created without a channel
+  bool sync = false;                      // events consumed by the library
   std::atomic<bool> destroying{false};
+  Device* device = nullptr;               // set once bound to a device
+
+  // Connection state, as negotiated so far.
+  uint8_t initiator_depth = 0;
+  uint8_t responder_resources = 0;
+  bool connect_error = false;  // a failed response: drop the trailing events
+  WireEce local_ece;
+  WireEce remote_ece;
+  std::vector<ibv_sa_path_rec> paths;  // what pub.route.path_rec points to
 
   uint64_t uid() const { return reinterpret_cast<uintptr_t>(&pub); }
+  int fd() const { return channel->pub.fd; }
 
   // Events handed to the application and not yet acknowledged are counted so
   // that destroy can wait for them, as rdma-core's documentation requires.
@@ -58,11 +72,20 @@ class Event {
 // at exit are still safe to use from its atexit handlers.
 struct Objects {
   Registry<rdma_event_channel, EventChannel> channels;
-  Registry<rdma_cm_id, CmId> ids;       // visible to the application
-  Registry<void, CmId> attached;        // by uid: ids the kernel knows about
+  Registry<rdma_cm_id, CmId> ids;  // visible to the application
+  Registry<void, CmId> attached;   // by uid: ids the kernel knows about
+  Registry<void, CmId> handles;    // by kernel handle, for events without uid
   Registry<rdma_cm_event, Event> events;
 
   static Objects& get();
+
+  static const void* key(uint64_t uid) { return reinterpret_cast<const void*>(uid); }
+  // Kernel handles start at 0; keep them clear of the null key.
+  static const void* handle_key(uint32_t h) { return key((1ull << 32) | h); }
+  // Makes a new id reachable by the application and by kernel events.
+  void publish(const std::shared_ptr<CmId>& id);
+  // Removes it from the event tables (after the kernel has let go of it).
+  void detach(const CmId& id);
 };
 
 }  // namespace rdmacm

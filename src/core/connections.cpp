@@ -1,0 +1,252 @@
+// Connection establishment and teardown: connect, listen, accept, reject,
+// disconnect, establish, notify, ECE, and the QP transitions they drive.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/cm.h"
+#include "core/cm_internal.h"
+#include "core/device_table.h"
+#include "core/objects.h"
+#include "core/transport.h"
+
+namespace rdmacm::core {
+namespace {
+
+// The reject reason rdma_reject_ece sends (IBTA: vendor option not supported).
+constexpr uint8_t kRejectVendorOptionNotSupported = 35;
+
+bool is_ud(const CmId& id) { return id.pub.qp_type == IBV_QPT_UD; }
+
+int modify(ibv_qp* qp, ibv_qp_attr& attr, int mask) {
+  int err = ibv_modify_qp(qp, &attr, mask);
+  return err > 0 ? -err : err;
+}
+
+// Asks the kernel for the attributes of the given state and applies them.
+int init_and_modify(CmId& id, ibv_qp_state state, ibv_qp_attr& attr, int* mask) {
+  attr = {};
+  if (int err = transport().init_qp_attr(id.fd(), id.handle, state, &attr, mask))
+    return err;
+  return 0;
+}
+
+// rdma-core's checks of an application's connection parameters.
+int validate(const CmId& id, const rdma_conn_param* param) {
+  if (id.pub.ps != RDMA_PS_TCP) return 0;
+  if (!id.pub.qp && !param) return -EINVAL;
+  if (!param) return 0;
+  if (!id.device) return -EINVAL;
+  if (param->responder_resources != RDMA_MAX_RESP_RES &&
+      param->responder_resources > id.device->max_responder_resources)
+    return -EINVAL;
+  if (param->initiator_depth != RDMA_MAX_INIT_DEPTH &&
+      param->initiator_depth > id.device->max_initiator_depth)
+    return -EINVAL;
+  return 0;
+}
+
+WireConnParam to_wire(const CmId& id, const rdma_conn_param* src, uint32_t qp_num,
+                      uint8_t srq) {
+  WireConnParam w;
+  w.qp_num = qp_num;
+  w.srq = srq;
+  w.responder_resources = id.responder_resources;
+  w.initiator_depth = id.initiator_depth;
+  w.valid = 1;
+  if (!src) {
+    w.retry_count = 7;
+    w.rnr_retry_count = 7;
+    return w;
+  }
+  w.flow_control = src->flow_control;
+  w.retry_count = src->retry_count;
+  w.rnr_retry_count = src->rnr_retry_count;
+  if (src->private_data && src->private_data_len) {
+    std::memcpy(w.private_data, src->private_data, src->private_data_len);
+    w.private_data_len = src->private_data_len;
+  }
+  return w;
+}
+
+}  // namespace
+
+int modify_qp_rtr(CmId& id, uint8_t responder_resources) {
+  if (!id.pub.qp) return 0;
+  ibv_qp_attr attr;
+  int mask = 0;
+  // Refresh INIT first: the path may have changed since the QP was created.
+  if (int err = init_and_modify(id, IBV_QPS_INIT, attr, &mask)) return err;
+  if (int err = modify(id.pub.qp, attr, mask)) return err;
+  if (int err = init_and_modify(id, IBV_QPS_RTR, attr, &mask)) return err;
+  // The kernel sets RoCE-only mask bits on InfiniBand ports; mask them off
+  // there, as rdma-core does.
+  if (id.device && id.pub.port_num >= 1 &&
+      id.pub.port_num <= id.device->link_layer.size() &&
+      id.device->link_layer[id.pub.port_num - 1] == IBV_LINK_LAYER_INFINIBAND)
+    mask &= ~0xe00000;
+  if (responder_resources != RDMA_MAX_RESP_RES)
+    attr.max_dest_rd_atomic = responder_resources;
+  return modify(id.pub.qp, attr, mask);
+}
+
+int modify_qp_rts(CmId& id, uint8_t initiator_depth) {
+  if (!id.pub.qp) return 0;
+  ibv_qp_attr attr;
+  int mask = 0;
+  if (int err = init_and_modify(id, IBV_QPS_RTS, attr, &mask)) return err;
+  if (initiator_depth != RDMA_MAX_INIT_DEPTH) attr.max_rd_atomic = initiator_depth;
+  return modify(id.pub.qp, attr, mask);
+}
+
+int modify_qp_err(CmId& id) {
+  if (!id.pub.qp) return 0;
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_ERR;
+  return modify(id.pub.qp, attr, IBV_QP_STATE);
+}
+
+int finish_connect(CmId& id) {
+  int err = modify_qp_rtr(id, RDMA_MAX_RESP_RES);
+  if (!err) err = modify_qp_rts(id, RDMA_MAX_INIT_DEPTH);
+  if (!err) err = transport().accept(id.fd(), id.handle, 0, WireConnParam{}, id.local_ece);
+  if (err) modify_qp_err(id);
+  return err;
+}
+
+int connect(rdma_cm_id* pub, const rdma_conn_param* param) {
+  auto id = find_id(pub);
+  if (!id) return -EINVAL;
+  if (!id->device) return -EINVAL;  // route not resolved
+  if (int err = validate(*id, param)) return err;
+  id->initiator_depth = param && param->initiator_depth != RDMA_MAX_INIT_DEPTH
+                            ? param->initiator_depth
+                            : id->device->max_initiator_depth;
+  id->responder_resources = param && param->responder_resources != RDMA_MAX_RESP_RES
+                                ? param->responder_resources
+                                : id->device->max_responder_resources;
+  uint32_t qp_num = param ? param->qp_num : 0;
+  uint8_t srq = param ? param->srq : 0;
+  if (id->pub.qp) {
+    qp_num = id->pub.qp->qp_num;
+    srq = id->pub.qp->srq != nullptr;
+  }
+  id->connect_error = false;
+  if (int err = transport().connect(id->fd(), id->handle,
+                                    to_wire(*id, param, qp_num, srq), id->local_ece))
+    return err;
+  return complete(*id);
+}
+
+int listen(rdma_cm_id* pub, int backlog) {
+  auto id = find_id(pub);
+  if (!id) return -EINVAL;
+  if (int err = transport().listen(id->fd(), id->handle, backlog)) return err;
+  return refresh_address(*id);
+}
+
+int accept(rdma_cm_id* pub, const rdma_conn_param* param) {
+  auto id = find_id(pub);
+  if (!id) return -EINVAL;
+  if (!id->device) return -EINVAL;  // not a connection request's id
+  if (int err = validate(*id, param)) return err;
+  uint32_t qp_num = id->pub.qp ? id->pub.qp->qp_num : param ? param->qp_num : 0;
+  uint8_t srq = id->pub.qp ? id->pub.qp->srq != nullptr : param ? param->srq : 0;
+
+  if (!param || param->initiator_depth == RDMA_MAX_INIT_DEPTH)
+    id->initiator_depth = std::min(id->initiator_depth, id->device->max_initiator_depth);
+  else
+    id->initiator_depth = param->initiator_depth;
+  if (!param || param->responder_resources == RDMA_MAX_RESP_RES)
+    id->responder_resources =
+        std::min(id->responder_resources, id->device->max_responder_resources);
+  else
+    id->responder_resources = param->responder_resources;
+
+  if (!is_ud(*id)) {
+    if (int err = modify_qp_rtr(*id, id->responder_resources)) return err;
+    if (int err = modify_qp_rts(*id, id->initiator_depth)) return err;
+  }
+  if (int err = transport().accept(id->fd(), id->handle, id->uid(),
+                                   to_wire(*id, param, qp_num, srq), id->local_ece)) {
+    modify_qp_err(*id);
+    return err;
+  }
+  if (is_ud(*id)) {
+    if (id->sync && id->pub.event) {
+      ack_event(id->pub.event);
+      id->pub.event = nullptr;
+    }
+    return 0;
+  }
+  return complete(*id);
+}
+
+int reject(rdma_cm_id* pub, const void* private_data, uint8_t len, bool ece) {
+  auto id = find_id(pub);
+  if (!id) return -EINVAL;
+  if (len && !private_data) return -EINVAL;
+  return transport().reject(id->fd(), id->handle, private_data, len,
+                            ece ? kRejectVendorOptionNotSupported : 0);
+}
+
+int disconnect(rdma_cm_id* pub) {
+  auto id = find_id(pub);
+  if (!id) return -EINVAL;
+  if (!id->pub.verbs) return -EINVAL;
+  switch (id->pub.verbs->device->transport_type) {
+    case IBV_TRANSPORT_IB:
+      if (int err = modify_qp_err(*id)) return err;
+      break;
+    case IBV_TRANSPORT_IWARP:
+      if (id->pub.qp) {
+        ibv_qp_attr attr{};
+        attr.qp_state = IBV_QPS_SQD;
+        if (int err = modify(id->pub.qp, attr, IBV_QP_STATE)) return err;
+      }
+      break;
+    default:
+      return -EINVAL;
+  }
+  if (int err = transport().disconnect(id->fd(), id->handle)) return err;
+  return complete(*id);
+}
+
+int establish(rdma_cm_id* pub) {
+  auto id = find_id(pub);
+  if (!id) return -EINVAL;
+  if (id->pub.qp) return -EINVAL;  // the library already did it
+  return finish_connect(*id);
+}
+
+int notify(rdma_cm_id* pub, int event) {
+  auto id = find_id(pub);
+  if (!id) return -EINVAL;
+  return transport().notify(id->fd(), id->handle, static_cast<uint32_t>(event));
+}
+
+int init_qp_attr(rdma_cm_id* pub, ibv_qp_attr* attr, int* mask) {
+  auto id = find_id(pub);
+  if (!id || !attr || !mask) return -EINVAL;
+  return transport().init_qp_attr(id->fd(), id->handle, attr->qp_state, attr, mask);
+}
+
+int set_local_ece(rdma_cm_id* pub, const ibv_ece* ece) {
+  auto id = find_id(pub);
+  // For applications managing their own QP; the library's QPs carry theirs.
+  if (!id || id->pub.qp || !ece || !ece->vendor_id || ece->comp_mask) return -EINVAL;
+  id->local_ece.vendor_id = ece->vendor_id;
+  id->local_ece.attr_mod = ece->options;
+  return 0;
+}
+
+int get_remote_ece(rdma_cm_id* pub, ibv_ece* ece) {
+  auto id = find_id(pub);
+  if (!id || id->pub.qp || !ece) return -EINVAL;
+  *ece = {};
+  ece->vendor_id = id->remote_ece.vendor_id;
+  ece->options = id->remote_ece.attr_mod;
+  return 0;
+}
+
+}  // namespace rdmacm::core
