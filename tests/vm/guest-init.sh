@@ -32,6 +32,7 @@ for m in $(cat /modules/order); do
 	insmod "/modules/$m" || fail "insmod $m failed"
 done
 
+log "modules loaded"
 p9="trans=virtio,version=9p2000.L,msize=262144"
 mkdir -p /lower /rw /newroot
 mount -t 9p -o "$p9,ro,cache=loose" hostroot /lower || fail "cannot mount the host root (9p)"
@@ -61,7 +62,18 @@ if [ -f /newroot/run/rxe-vm/rw-mounts ]; then
 	done < /newroot/run/rxe-vm/rw-mounts
 fi
 
+# The network, with busybox (host binaries are slow to start the first time):
+# eth0 is the VM's only link, an isolated virtual wire (see rxe-vm).
 [ -f /newroot/run/rxe-vm/stage2.sh ] || fail "no stage2.sh in the run share"
+. /newroot/run/rxe-vm/vm.conf
+echo 0 > /proc/sys/net/ipv6/conf/eth0/accept_dad
+ip link set lo up &&
+	ip link set eth0 up &&
+	ip addr add "$RXE_IP/$RXE_PREFIX" dev eth0 &&
+	ip -6 addr add "$RXE_IP6/64" dev eth0 &&
+	ip route add 224.0.0.0/4 dev eth0 || fail "cannot configure eth0"
+
+log "root file system ready"
 chroot /newroot /bin/bash /run/rxe-vm/stage2.sh
 rc=$?
 [ -f /newroot/run/rxe-vm/rc ] || log "stage2 ended ($rc) without writing an exit status"

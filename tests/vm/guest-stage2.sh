@@ -5,7 +5,7 @@
 # The runner copies this file into the run share (/run/rxe-vm) with:
 #   vm.conf  shell variables: RXE_IP RXE_PREFIX RXE_IP6 RXE_PEER_IP RXE_PEER_IP6 WAIT_PEER
 #   cmd.sh   "cd DIR; export K=V ...; exec CMD ARGS" (shell-quoted)
-# It sets up eth0 and rxe0, then runs cmd.sh with its output going to the file
+# It sets up rxe0 on eth0 (which /init has configured), then runs cmd.sh with its output going to the file
 # `output` of the share, and leaves the exit status in `rc`. Setup problems
 # are written to `setup-failed` (and the console) instead.
 
@@ -32,11 +32,7 @@ gid_has_ip() { grep -qx "0000:0000:0000:0000:0000:ffff:$(printf '%02x%02x:%02x%0
 
 setup() {
 	set -e
-	ip link set lo up
-	ip link set eth0 up
-	ip addr add "$RXE_IP/$RXE_PREFIX" dev eth0
-	ip -6 addr add "$RXE_IP6/64" dev eth0 nodad
-	ip route add 224.0.0.0/4 dev eth0
+	# eth0 is already configured by /init.
 	rdma link add rxe0 type rxe netdev eth0
 	wait_for 100 port_active || { echo "rxe0 port 1 is not ACTIVE"; cat /sys/class/infiniband/rxe0/ports/1/state; return 1; }
 	wait_for 100 gid_has_ip || { echo "rxe0 has no GID for $RXE_IP"; return 1; }
@@ -60,11 +56,14 @@ if ! (setup) > "$S/setup.log" 2>&1; then
 	exit 1
 fi
 : > "$S/started"
+log "rxe0 is up ($RXE_IP); running the command"
 
 env -i PATH="$PATH" HOME=/root USER=root LOGNAME=root SHELL=/bin/bash TERM=dumb LANG=C.UTF-8 \
 	RXE_DEV=rxe0 RXE_NETDEV=eth0 RXE_IP="$RXE_IP" RXE_IP6="$RXE_IP6" \
 	${RXE_PEER_IP:+RXE_PEER_IP="$RXE_PEER_IP"} ${RXE_PEER_IP6:+RXE_PEER_IP6="$RXE_PEER_IP6"} \
 	RDMACM_IN_VM=1 \
 	/bin/bash "$S/cmd.sh" </dev/null >>"$S/output" 2>&1
-echo $? > "$S/rc.tmp"
+rc=$?
+log "the command exited $rc"
+echo "$rc" > "$S/rc.tmp"
 mv "$S/rc.tmp" "$S/rc"
