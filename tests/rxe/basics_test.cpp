@@ -29,7 +29,9 @@ class Rxe : public ::testing::Test {
     ASSERT_NE(channel, nullptr) << strerror(errno);
   }
   void TearDown() override {
-    if (id) EXPECT_EQ(rdma_destroy_id(id), 0);
+    if (id) {
+      EXPECT_EQ(rdma_destroy_id(id), 0);
+    }
     if (channel) rdma_destroy_event_channel(channel);
   }
   // Waits up to 5 s for the next event; fails the test on timeout.
@@ -111,7 +113,12 @@ TEST_F(Rxe, BindToDeviceAddressFillsIdAsRdmaCoreDoes) {
   EXPECT_EQ(gid[10], 0xff);
   EXPECT_EQ(gid[11], 0xff);
   EXPECT_EQ(memcmp(gid + 12, &addr.sin_addr, 4), 0);
-  EXPECT_EQ(rdma_get_peer_addr(id)->sa_family, 0);
+  // No peer yet: the kernel reports the unspecified address of our family.
+  auto* peer = reinterpret_cast<sockaddr_in*>(rdma_get_peer_addr(id));
+  EXPECT_EQ(peer->sin_family, AF_INET);
+  EXPECT_EQ(peer->sin_addr.s_addr, htonl(INADDR_ANY));
+  EXPECT_EQ(peer->sin_port, 0);
+  EXPECT_NE(id->pd, nullptr) << "bound ids get the device's default PD";
 }
 
 TEST_F(Rxe, BindToChosenPortAndDetectConflicts) {

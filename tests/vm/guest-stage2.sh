@@ -42,9 +42,9 @@ setup() {
 	rdma link show | grep -q 'rxe0/1 state ACTIVE' || { echo "rdma link does not show rxe0 ACTIVE"; rdma link show; return 1; }
 	if [ -n "$WAIT_PEER" ]; then
 		# Two-VM runs: the link is up once the peer answers.
-		wait_for 600 ping -c 1 -W 1 "$RXE_PEER_IP" || { echo "peer $RXE_PEER_IP does not answer"; return 1; }
+		wait_for 600 busybox ping -c 1 -W 1 "$RXE_PEER_IP" || { echo "peer $RXE_PEER_IP does not answer"; return 1; }
 		# The client starts once the server's command has started.
-		wait_for 1200 test -e "$S/$WAIT_PEER" || { echo "peer command did not start"; return 1; }
+		wait_for 1200 test -e "$WAIT_PEER" || { echo "peer command did not start"; return 1; }
 		sleep 1
 	fi
 }

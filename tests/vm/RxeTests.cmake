@@ -1,0 +1,66 @@
+# RxeTests.cmake: ctest tests that need an RDMA device.
+#
+#   include(${PROJECT_SOURCE_DIR}/tests/vm/RxeTests.cmake)
+#   rdmacm_add_rxe_test(NAME <name> COMMAND <command> [<arg>...]
+#                       [TIMEOUT <seconds>]            # default RDMACM_RXE_TIMEOUT (600)
+#                       [LABELS <label>...]            # "rxe" is always added
+#                       [ENVIRONMENT <K=V>...]         # set for the command (inside the VM too)
+#                       [WORKING_DIRECTORY <dir>]      # default: the current binary dir
+#                       [RW_DIRS <dir>...])            # host dirs the command may write to
+#
+# Registers ONE ctest test. At test time `rxe-vm auto` decides: if the host has a
+# usable RDMA device the command runs natively, otherwise inside one Soft-RoCE VM
+# boot (so put a whole GoogleTest binary in one test, not one test per case).
+# The test's result is the command's exit status; 124 means the runner's timeout
+# expired, 125 that the VM or rxe0 could not be brought up.
+# If <command> is an executable target, it is replaced by its file.
+# Set RDMACM_VM_FORCE=1 in the environment to use the VM even on RDMA hosts.
+
+include_guard(GLOBAL)
+
+set(RDMACM_RXE_VM "${CMAKE_CURRENT_LIST_DIR}/rxe-vm" CACHE FILEPATH "The Soft-RoCE VM runner")
+set(RDMACM_RXE_TIMEOUT 600 CACHE STRING "Default time limit (seconds) of one rxe test")
+
+function(rdmacm_add_rxe_test)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "NAME;TIMEOUT;WORKING_DIRECTORY"
+                        "COMMAND;LABELS;ENVIRONMENT;RW_DIRS")
+  if(arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "rdmacm_add_rxe_test: unknown arguments ${arg_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT arg_NAME OR NOT arg_COMMAND)
+    message(FATAL_ERROR "rdmacm_add_rxe_test: NAME and COMMAND are required")
+  endif()
+  if(NOT arg_TIMEOUT)
+    set(arg_TIMEOUT ${RDMACM_RXE_TIMEOUT})
+  endif()
+  if(NOT arg_WORKING_DIRECTORY)
+    set(arg_WORKING_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}")
+  endif()
+
+  list(GET arg_COMMAND 0 exe)
+  if(TARGET "${exe}")
+    list(REMOVE_AT arg_COMMAND 0)
+    list(PREPEND arg_COMMAND "$<TARGET_FILE:${exe}>")
+  endif()
+
+  set(runner_args --timeout ${arg_TIMEOUT} --cwd "${arg_WORKING_DIRECTORY}")
+  foreach(kv IN LISTS arg_ENVIRONMENT)
+    list(APPEND runner_args --env "${kv}")
+  endforeach()
+  foreach(dir IN LISTS arg_RW_DIRS)
+    list(APPEND runner_args --rw "${dir}")
+  endforeach()
+
+  add_test(NAME ${arg_NAME}
+           COMMAND "${RDMACM_RXE_VM}" auto ${runner_args} -- ${arg_COMMAND}
+           WORKING_DIRECTORY "${arg_WORKING_DIRECTORY}")
+  # ctest's own limit stays above the runner's, so that the runner can report
+  # (console tail, exit 124) before ctest kills it.
+  set(labels rxe ${arg_LABELS})
+  math(EXPR ctest_timeout "${arg_TIMEOUT} + 60")
+  set_tests_properties(${arg_NAME} PROPERTIES
+    TIMEOUT ${ctest_timeout}
+    LABELS "${labels}"
+    # A VM keeps two CPUs busy: let `ctest -j` count it as two.
+    PROCESSORS 2)
+endfunction()
