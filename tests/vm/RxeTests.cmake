@@ -15,6 +15,11 @@
 # expired, 125 that the VM or rxe0 could not be brought up.
 # If <command> is an executable target, it is replaced by its file.
 # Set RDMACM_VM_FORCE=1 in the environment to use the VM even on RDMA hosts.
+#
+# All these tests require the fixture test `rxe.vm.prepare` (`rxe-vm prepare
+# --unless-native`): it installs the packages and builds the kernel cache once,
+# under its own time limit, so that a first run's downloads never eat into a
+# test's TIMEOUT. ctest runs it first, also with -R.
 
 include_guard(GLOBAL)
 
@@ -51,6 +56,14 @@ function(rdmacm_add_rxe_test)
     list(APPEND runner_args --rw "${dir}")
   endforeach()
 
+  get_property(have_fixture GLOBAL PROPERTY RDMACM_RXE_FIXTURE)
+  if(NOT have_fixture)
+    set_property(GLOBAL PROPERTY RDMACM_RXE_FIXTURE ON)
+    add_test(NAME rxe.vm.prepare COMMAND "${RDMACM_RXE_VM}" prepare --unless-native)
+    set_tests_properties(rxe.vm.prepare PROPERTIES
+      TIMEOUT 1800 LABELS rxe FIXTURES_SETUP rdmacm_rxe_vm)
+  endif()
+
   add_test(NAME ${arg_NAME}
            COMMAND "${RDMACM_RXE_VM}" auto ${runner_args} -- ${arg_COMMAND}
            WORKING_DIRECTORY "${arg_WORKING_DIRECTORY}")
@@ -61,6 +74,7 @@ function(rdmacm_add_rxe_test)
   set_tests_properties(${arg_NAME} PROPERTIES
     TIMEOUT ${ctest_timeout}
     LABELS "${labels}"
+    FIXTURES_REQUIRED rdmacm_rxe_vm
     # A VM keeps two CPUs busy: let `ctest -j` count it as two.
     PROCESSORS 2)
 endfunction()

@@ -11,7 +11,7 @@
 
 S=/run/rxe-vm
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-RXE_PEER_IP= RXE_PEER_IP6= WAIT_PEER=
+RXE_PEER_IP='' RXE_PEER_IP6='' WAIT_PEER=''
 . "$S/vm.conf"
 
 log() { echo "rxe-vm-stage2: $*"; }

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # `rxe-vm run2`: sourced by rxe-vm (uses its functions and variables).
 #
 #   rxe-vm run2 [--timeout S] [--cwd DIR] [--env K=V]... [--rw DIR]...
@@ -23,9 +24,9 @@ booting() { alive "$2" && [ ! -e "$RUNDIR/share$1/started" ]; }
 cmd_run2() {
 	parse_opts "$@"
 	[ -n "$SERVER_CMD" ] && [ -n "$CLIENT_CMD" ] && [ ${#ARGS[@]} -eq 0 ] || usage
-	local t0 s0=$SECONDS reason= cdone= lingering= sock i rc0 rc1
-	t0=$(now)
+	local t0 s0 reason='' cdone='' lingering='' sock i rc0 rc1
 	prepare
+	t0=$(now) s0=$SECONDS
 	new_rundir
 	sock="$RUNDIR/wire.sock"
 	write_share 0 1 "" bash -c "$SERVER_CMD"
