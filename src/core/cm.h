@@ -56,6 +56,12 @@ int destroy_srq(rdma_cm_id* id);
 int get_devices(ibv_context*** out, int* count);
 int free_devices(ibv_context** list);
 
+// Address info (core/addrinfo.cpp). On a resolver failure the result is 1,
+// *gai_error holds getaddrinfo's code (EAI_*) and errno is as it left it.
+int getaddrinfo(const char* node, const char* service, const rdma_addrinfo* hints,
+                rdma_addrinfo** res, int* gai_error);
+int freeaddrinfo(rdma_addrinfo* res);
+
 // Length of a sockaddr of a family we support; 0 for any other.
 socklen_t addr_len(const sockaddr* addr);
 

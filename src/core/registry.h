@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace rdmacm {
 
@@ -46,6 +47,30 @@ class Registry {
  private:
   mutable std::mutex mutex_;
   std::unordered_map<const Public*, std::shared_ptr<Owner>> live_;
+};
+
+}  // namespace rdmacm
+
+namespace rdmacm {
+
+// Plain pointers the library handed out (malloc'd lists, address infos), so
+// that freeing a foreign or already freed pointer is refused, not executed.
+template <typename T>
+class PointerSet {
+ public:
+  void add(T* p) {
+    std::lock_guard lock(mutex_);
+    live_.insert(p);
+  }
+  // True if p was live (and is no longer).
+  bool take(T* p) {
+    std::lock_guard lock(mutex_);
+    return live_.erase(p) != 0;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_set<T*> live_;
 };
 
 }  // namespace rdmacm
