@@ -30,10 +30,10 @@ port_active() { grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state; }
 gid_has_ip() { grep -qx "0000:0000:0000:0000:0000:ffff:$(printf '%02x%02x:%02x%02x' ${RXE_IP//./ })" \
 	/sys/class/infiniband/rxe0/ports/1/gids/*; }
 
+# Each step says what went wrong (set -e does not work inside an `if`).
 setup() {
-	set -e
 	# eth0 is already configured by /init.
-	rdma link add rxe0 type rxe netdev eth0
+	rdma link add rxe0 type rxe netdev eth0 || { echo "rdma link add rxe0 failed"; return 1; }
 	wait_for 100 port_active || { echo "rxe0 port 1 is not ACTIVE"; cat /sys/class/infiniband/rxe0/ports/1/state; return 1; }
 	wait_for 100 gid_has_ip || { echo "rxe0 has no GID for $RXE_IP"; return 1; }
 	test -c /dev/infiniband/rdma_cm || { echo "no /dev/infiniband/rdma_cm"; return 1; }
