@@ -74,7 +74,6 @@ bool accept_request(Event& ev, CmId& listener, const WireEvent& w) {
     destroy_id(&id->pub);
     return false;
   }
-  ev.id = id;
   ev.pub.id = &id->pub;
   ev.pub.listen_id = &listener.pub;
   return true;
@@ -94,7 +93,7 @@ bool translate(const WireEvent& w, Event& ev) {
     id->event_done();
     return false;
   }
-  ev.id = id;
+  ev.owner = id;
   ev.pub.id = &id->pub;
   ev.pub.event = static_cast<rdma_cm_event_type>(w.event);
   ev.pub.status = w.status;

@@ -64,7 +64,10 @@ class CmId {
 class Event {
  public:
   rdma_cm_event pub{};
-  std::shared_ptr<CmId> id;
+  // The id the kernel counted this event against, whose destroy waits for
+  // its acknowledgement. For a connection request that is the listener, not
+  // the new id in pub.id.
+  std::shared_ptr<CmId> owner;
   uint8_t private_data[256] = {};
 };
 

@@ -52,4 +52,6 @@ sockaddr_in device_addr(uint16_t port) {
   return sin;
 }
 
+bool reference() { return std::getenv("RDMACM_REFERENCE") != nullptr; }
+
 }  // namespace rdmacm::rxe

@@ -14,4 +14,8 @@ std::string device_ip();
 // sockaddr_in for device_ip() and the given port (host order).
 sockaddr_in device_addr(uint16_t port = 0);
 
+// True when the tests run against rdma-core's library (RDMACM_REFERENCE set):
+// tests of deliberate improvements (e.g. misuse rdma-core crashes on) skip.
+bool reference();
+
 }  // namespace rdmacm::rxe

@@ -92,6 +92,27 @@ TEST_F(CmTest, EventForDyingIdDoesNotBlockDestroy) {
   EXPECT_EQ(rdma_destroy_id(doomed), 0);  // would block forever if miscounted
 }
 
+TEST_F(CmTest, ConnectRequestIsCountedAgainstTheListener) {
+  // The kernel counts a request against the listener: acknowledging it must
+  // release the listener's destroy (not the new id's), or destroy hangs.
+  rdma_cm_id* listener = nullptr;
+  ASSERT_EQ(rdma_create_id(channel, &listener, this, RDMA_PS_TCP), 0);
+  fake.queue_request(channel->fd, uid(listener));
+  rdma_cm_event* ev = nullptr;
+  ASSERT_EQ(rdma_get_cm_event(channel, &ev), 0);
+  ASSERT_EQ(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+  EXPECT_EQ(ev->listen_id, listener);
+  ASSERT_NE(ev->id, listener);
+  rdma_cm_id* child = ev->id;
+  EXPECT_EQ(child->context, this);
+  EXPECT_EQ(child->channel, channel);
+  EXPECT_EQ(child->ps, RDMA_PS_TCP);
+  EXPECT_EQ(rdma_ack_cm_event(ev), 0);
+  EXPECT_EQ(rdma_destroy_id(listener), 0);  // the watchdog fails a hang
+  EXPECT_EQ(rdma_destroy_id(child), 0);
+  EXPECT_EQ(fake.live_ids(), 0u);
+}
+
 TEST(EventStr, NamesEveryEvent) {
   const char* expected[] = {
       "RDMA_CM_EVENT_ADDR_RESOLVED",   "RDMA_CM_EVENT_ADDR_ERROR",

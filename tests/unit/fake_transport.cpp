@@ -38,6 +38,19 @@ void FakeTransport::queue_event(int fd, uint64_t uid, uint32_t event, int32_t st
   cv_.notify_all();
 }
 
+uint32_t FakeTransport::queue_request(int fd, uint64_t listener_uid) {
+  uint32_t handle;
+  {
+    std::lock_guard lock(mutex_);
+    handle = next_id_++;
+    ids_[handle] = 0;
+  }
+  queue_event(fd, listener_uid, 4 /* RDMA_CM_EVENT_CONNECT_REQUEST */, 0);
+  std::lock_guard lock(mutex_);
+  queues_[fd].back().id = handle;
+  return handle;
+}
+
 uint32_t FakeTransport::reported(uint32_t id) const {
   std::lock_guard lock(mutex_);
   auto it = ids_.find(id);

@@ -23,6 +23,10 @@ class FakeTransport : public Transport {
   void fail_next(const std::string& command, int err);
   // Queues an event on the channel fd for the id created with this uid.
   void queue_event(int fd, uint64_t uid, uint32_t event, int32_t status);
+  // Queues a connection request on the listener's channel, as the kernel
+  // does: a new kernel id (known by handle only) reported against the
+  // listener's uid. Returns the new handle.
+  uint32_t queue_request(int fd, uint64_t listener_uid);
   // Events the kernel would count as reported for this id (delivered by
   // get_event), as destroy_id answers.
   uint32_t reported(uint32_t id) const;
