@@ -52,6 +52,24 @@ sockaddr_in device_addr(uint16_t port) {
   return sin;
 }
 
+sockaddr_in6 device_addr6(uint16_t port) {
+  sockaddr_in6 out{};
+  std::string netdev = first_rdma_netdev();
+  ifaddrs* list = nullptr;
+  if (netdev.empty() || getifaddrs(&list)) return out;
+  for (ifaddrs* a = list; a; a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET6 || netdev != a->ifa_name)
+      continue;
+    auto* sin6 = reinterpret_cast<sockaddr_in6*>(a->ifa_addr);
+    if (!IN6_IS_ADDR_LINKLOCAL(&sin6->sin6_addr)) continue;
+    out = *sin6;  // carries the scope id of the interface
+    out.sin6_port = htons(port);
+    break;
+  }
+  freeifaddrs(list);
+  return out;
+}
+
 bool reference() { return std::getenv("RDMACM_REFERENCE") != nullptr; }
 
 }  // namespace rdmacm::rxe

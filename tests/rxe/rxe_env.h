@@ -14,6 +14,10 @@ std::string device_ip();
 // sockaddr_in for device_ip() and the given port (host order).
 sockaddr_in device_addr(uint16_t port = 0);
 
+// The device netdev's IPv6 link-local address with its scope id (port in
+// host order); sin6_family is 0 if there is none.
+sockaddr_in6 device_addr6(uint16_t port = 0);
+
 // True when the tests run against rdma-core's library (RDMACM_REFERENCE set):
 // tests of deliberate improvements (e.g. misuse rdma-core crashes on) skip.
 bool reference();

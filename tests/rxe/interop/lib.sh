@@ -1,0 +1,156 @@
+# shellcheck shell=bash
+# Helpers of the interop harness (sourced by run.sh; bash).
+#
+# One "run" = one case in one library mode: a server started in the background,
+# waited for until it listens, one client in the foreground, checks, cleanup.
+# Every process runs under `timeout -k 2 N`; nothing waits without a bound.
+#
+# Globals used (set by run.sh): OURS OURDIR SYSLIB RXE_IP RXE_DEV LOGROOT
+# STRACE VERBOSE SCALE.
+
+# --- small things ----------------------------------------------------------------
+
+now_us() { echo "${EPOCHREALTIME/./}"; }
+secs_since() { # $1: start in microseconds -> seconds with one decimal
+	local d=$(($(now_us) - $1))
+	printf '%d.%d' $((d / 1000000)) $((d % 1000000 / 100000))
+}
+# Scaled timeout (SCALE is a percentage, 100 = as written).
+tmo() { echo $(($1 * ${SCALE:-100} / 100)); }
+
+# Prints the last $2 lines of file $1 (long lines cut), indented, under a title.
+tail_file() {
+	local f=$1 n=$2 title=$3
+	[ -e "$f" ] || return 0
+	if [ ! -s "$f" ]; then
+		printf '    --- %s: (empty)\n' "$title"
+		return 0
+	fi
+	printf '    --- %s (last %d lines of %s)\n' "$title" "$n" "$f"
+	tail -n "$n" "$f" | cut -c1-200 | sed 's/^/    | /'
+}
+
+# --- library selection -----------------------------------------------------------
+
+# Sets ENVV (an array of K=V) for a process on library side $1:
+#   preload  LD_PRELOAD=<ours>
+#   libpath  LD_LIBRARY_PATH=<dir of ours> (same soname, found first)
+#   sys      nothing: the system's librdmacm through the normal search
+lib_env() {
+	ENVV=()
+	case $1 in
+	preload) ENVV+=("LD_PRELOAD=$OURS") ;;
+	libpath) ENVV+=("LD_LIBRARY_PATH=$OURDIR") ;;
+	sys) ;;
+	*) echo "lib_env: unknown side $1" >&2; return 1 ;;
+	esac
+}
+
+# The realpath the process on side $1 must have bound its rdma_* symbols to.
+expected_lib() {
+	case $1 in
+	preload | libpath) readlink -f "$OURS" ;;
+	sys) readlink -f "$SYSLIB" ;;
+	esac
+}
+
+# Builds CMD (an array) to run "$@" as ROLE ($1) on library side $2 under
+# `timeout -k 2 $3`, with LD_DEBUG=bindings written to $DIR/ROLE.bind.<pid>
+# and, with STRACE=1 on our side, strace -f into $DIR/ROLE.strace.
+build_cmd() {
+	local role=$1 side=$2 t=$3
+	shift 3
+	lib_env "$side" || return 1
+	ENVV+=("LD_DEBUG=bindings" "LD_DEBUG_OUTPUT=$DIR/$role.bind")
+	CMD=(timeout -k 2 "$t" env -u LD_PRELOAD -u LD_LIBRARY_PATH -u LD_DEBUG -u LD_DEBUG_OUTPUT)
+	if [ "${STRACE:-0}" = 1 ] && [ "$side" != sys ]; then
+		# The environment goes to the traced program only, not to strace itself.
+		CMD+=(strace -f -qq -tt -s 48 -o "$DIR/$role.strace"
+			-e "trace=openat,write,ioctl,poll,ppoll,epoll_wait,close")
+		local e
+		for e in "${ENVV[@]}"; do CMD+=(-E "$e"); done
+	else
+		CMD+=("${ENVV[@]}")
+	fi
+	CMD+=("$@")
+}
+
+# Checks, from the LD_DEBUG=bindings output of ROLE ($1), that the program
+# bound its rdma_* imports to the library of side $2 and nowhere else, and
+# that symbol $3 (rdma_listen / rdma_connect) is among them. Prints the
+# evidence line (or the problem) and returns 0/1.
+check_binding() {
+	local role=$1 side=$2 sym=$3 want files lines targets t bad=0 line
+	want=$(expected_lib "$side")
+	files=("$DIR/$role.bind".*)
+	if [ ! -e "${files[0]}" ]; then
+		echo "$role: no LD_DEBUG=bindings output (did the program start?)"
+		return 1
+	fi
+	# "binding file rping [0] to /path/librdmacm.so.1 [0]: normal symbol `rdma_connect' [RDMACM_1.0]"
+	# Only the program's own imports (and other libraries'), not librdmacm's internal ones.
+	lines=$(grep -h "normal symbol \`rdma_" "${files[@]}" | grep -v 'binding file [^ ]*librdmacm[^ ]* ')
+	if [ -z "$lines" ]; then
+		echo "$role: no rdma_* symbol bindings in LD_DEBUG output"
+		return 1
+	fi
+	targets=$(sed -n 's/.* to \(.*\) \[[0-9]*\]: normal symbol `rdma_.*/\1/p' <<< "$lines" | sort -u)
+	while IFS= read -r t; do
+		[ "$(readlink -f "$t")" = "$want" ] || { echo "$role: rdma_* bound to $t, expected $want"; bad=1; }
+	done <<< "$targets"
+	[ "$bad" = 0 ] || return 1
+	line=$(grep -m1 "symbol \`$sym'" <<< "$lines")
+	if [ -z "$line" ]; then
+		echo "$role: $sym not bound"
+		return 1
+	fi
+	t=$(sed -n 's/.* to \(.*\) \[[0-9]*\]: normal symbol.*/\1/p' <<< "$line")
+	echo "$role $sym -> $t ($(basename "$want"))"
+}
+
+# --- readiness -------------------------------------------------------------------
+
+# True once an rdma_cm id listens on port $1 (as the kernel's resource tracker sees it).
+cm_listening() {
+	rdma res show cm_id 2>/dev/null | grep -Eq "state LISTEN .*src-addr [^ ]*:$1( |\$)"
+}
+tcp_listening() {
+	ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
+}
+
+# wait_ready KIND PORT PID SECONDS: 0 when listening; 1 when the server died
+# first; 2 on timeout.
+wait_ready() {
+	local kind=$1 port=$2 pid=$3 n=$(($4 * 10))
+	while ((n-- > 0)); do
+		case $kind in
+		cm) cm_listening "$port" && return 0 ;;
+		tcp) tcp_listening "$port" && return 0 ;;
+		esac
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 2
+}
+
+# wait_exit PID SECONDS: 0 once PID has exited (its status in WAIT_RC), 1 if still running.
+wait_exit() {
+	local pid=$1 n=$(($2 * 10))
+	while kill -0 "$pid" 2>/dev/null && ((n-- > 0)); do sleep 0.1; done
+	if kill -0 "$pid" 2>/dev/null; then return 1; fi
+	wait "$pid" 2>/dev/null
+	# shellcheck disable=SC2034 # read by run.sh
+	WAIT_RC=$?
+	return 0
+}
+
+# Stops a background `timeout` (its own process group) and everything under it.
+stop_proc() {
+	local pid=$1
+	kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
+	kill -TERM "$pid" 2>/dev/null
+	wait_exit "$pid" 3 && return 0
+	kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
+}
