@@ -147,6 +147,28 @@ TEST_F(Connect, FullLifeCycleWithPrivateDataAndTraffic) {
   EXPECT_EQ(rdma_dereg_mr(mr), 0);
 }
 
+TEST_F(Connect, TimewaitExitFollowsDisconnect) {
+  ibv_qp_init_attr attr = rc_qp_attr();
+  ASSERT_EQ(rdma_create_qp(pair.client, nullptr, &attr), 0);
+  rdma_conn_param cp{};
+  ASSERT_EQ(rdma_connect(pair.client, &cp), 0);
+  rdma_cm_event* req = take_request();
+  ASSERT_NE(req, nullptr);
+  attr = rc_qp_attr();
+  ASSERT_EQ(rdma_create_qp(pair.server, nullptr, &attr), 0);
+  ASSERT_EQ(rdma_accept(pair.server, &cp), 0);
+  rdma_ack_cm_event(req);
+  ASSERT_TRUE(expect_event(pair.client_ch, RDMA_CM_EVENT_ESTABLISHED));
+  ASSERT_TRUE(expect_event(pair.server_ch, RDMA_CM_EVENT_ESTABLISHED));
+  ASSERT_EQ(rdma_disconnect(pair.server), 0);
+  ASSERT_TRUE(expect_event(pair.client_ch, RDMA_CM_EVENT_DISCONNECTED));
+  ASSERT_EQ(rdma_disconnect(pair.client), 0);
+  ASSERT_TRUE(expect_event(pair.server_ch, RDMA_CM_EVENT_DISCONNECTED));
+  // After the CM's time-wait, both ids with QPs hear that it is over.
+  EXPECT_TRUE(expect_event(pair.client_ch, RDMA_CM_EVENT_TIMEWAIT_EXIT, 20000));
+  EXPECT_TRUE(expect_event(pair.server_ch, RDMA_CM_EVENT_TIMEWAIT_EXIT, 20000));
+}
+
 TEST_F(Connect, RejectCarriesPrivateDataAndPutsQpInError) {
   ibv_qp_init_attr attr = rc_qp_attr();
   ASSERT_EQ(rdma_create_qp(pair.client, nullptr, &attr), 0);
