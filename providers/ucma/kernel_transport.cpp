@@ -178,13 +178,7 @@ class KernelTransport final : public Transport {
   }
 
   int destroy_id(int fd, uint32_t id, uint32_t* events_reported) override {
-    rdma_ucm_destroy_id_resp resp{};
-    rdma_ucm_destroy_id cmd{};
-    cmd.response = ptr(&resp);
-    cmd.id = id;
-    int err = execute(fd, RDMA_USER_CM_CMD_DESTROY_ID, cmd, sizeof(resp));
-    if (!err) *events_reported = resp.events_reported;
-    return err;
+    return release(fd, RDMA_USER_CM_CMD_DESTROY_ID, id, events_reported);
   }
 
   int bind(int fd, uint32_t id, const sockaddr* addr, socklen_t len) override {
@@ -385,17 +379,22 @@ class KernelTransport final : public Transport {
   }
 
   int leave_mcast(int fd, uint32_t mc_handle, uint32_t* events_reported) override {
-    // LEAVE_MCAST takes the destroy-id layout with the multicast handle.
+    return release(fd, RDMA_USER_CM_CMD_LEAVE_MCAST, mc_handle, events_reported);
+  }
+
+ private:
+  // DESTROY_ID and LEAVE_MCAST share a layout: a handle in, the number of
+  // events reported for it out.
+  static int release(int fd, uint32_t command, uint32_t handle, uint32_t* events_reported) {
     rdma_ucm_destroy_id_resp resp{};
     rdma_ucm_destroy_id cmd{};
     cmd.response = ptr(&resp);
-    cmd.id = mc_handle;
-    int err = execute(fd, RDMA_USER_CM_CMD_LEAVE_MCAST, cmd, sizeof(resp));
+    cmd.id = handle;
+    int err = execute(fd, command, cmd, sizeof(resp));
     if (!err) *events_reported = resp.events_reported;
     return err;
   }
 
- private:
   static int query(int fd, uint32_t id, uint32_t option, void* resp, size_t len) {
     rdma_ucm_query cmd{};
     cmd.response = ptr(resp);
