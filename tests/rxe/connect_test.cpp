@@ -327,6 +327,98 @@ TEST_F(Connect, SeveralClientsOnOneListener) {
   }
 }
 
+TEST_F(Connect, RouteCarriesPathRecords) {
+  ASSERT_GE(pair.client->route.num_paths, 1);
+  ASSERT_NE(pair.client->route.path_rec, nullptr);
+  const ibv_sa_path_rec& path = pair.client->route.path_rec[0];
+  EXPECT_EQ(memcmp(path.sgid.raw, pair.client->route.addr.addr.ibaddr.sgid.raw, 16), 0);
+  EXPECT_EQ(memcmp(path.dgid.raw, pair.client->route.addr.addr.ibaddr.dgid.raw, 16), 0);
+  EXPECT_NE(path.mtu, 0);
+}
+
+TEST_F(Connect, SharedReceiveQueueNotifyAndQpAttributes) {
+  // Client with a QP of its own CQs; server with an SRQ-backed QP.
+  ibv_qp_init_attr attr = rc_qp_attr();
+  ASSERT_EQ(rdma_create_qp(pair.client, nullptr, &attr), 0);
+  ASSERT_EQ(rdma_connect(pair.client, nullptr), 0) << strerror(errno);
+  rdma_cm_event* req = take_request();
+  ASSERT_NE(req, nullptr);
+
+  ibv_srq_init_attr srq_attr{};
+  srq_attr.attr.max_wr = 8;
+  srq_attr.attr.max_sge = 1;
+  ASSERT_EQ(rdma_create_srq(pair.server, nullptr, &srq_attr), 0) << strerror(errno);
+  ASSERT_NE(pair.server->srq, nullptr);
+  attr = rc_qp_attr();  // max_recv_wr sizes the receive CQ the SRQ feeds
+  attr.srq = nullptr;   // the library uses the id's SRQ
+  ASSERT_EQ(rdma_create_qp(pair.server, nullptr, &attr), 0) << strerror(errno);
+  EXPECT_EQ(pair.server->qp->srq, pair.server->srq);
+
+  char buf[32] = {};
+  ibv_mr* mr = rdma_reg_msgs(pair.server, buf, sizeof(buf));
+  ASSERT_NE(mr, nullptr);
+  // With an SRQ on the id, rdma_post_recv posts to the SRQ.
+  ASSERT_EQ(rdma_post_recv(pair.server, nullptr, buf, sizeof(buf), mr), 0);
+  rdma_conn_param ap{};
+  ASSERT_EQ(rdma_accept(pair.server, &ap), 0) << strerror(errno);
+  EXPECT_EQ(req->param.conn.srq, 0);
+  rdma_ack_cm_event(req);
+  ASSERT_TRUE(expect_event(pair.client_ch, RDMA_CM_EVENT_ESTABLISHED));
+  ASSERT_TRUE(expect_event(pair.server_ch, RDMA_CM_EVENT_ESTABLISHED));
+
+  // COMM_EST matters only before the connection is established; after, the
+  // CM says it is connected already.
+  errno = 0;
+  EXPECT_EQ(rdma_notify(pair.server, IBV_EVENT_COMM_EST), -1);
+  EXPECT_EQ(errno, EISCONN);
+  ibv_qp_attr qa{};
+  int mask = 0;
+  qa.qp_state = IBV_QPS_RTR;
+  ASSERT_EQ(rdma_init_qp_attr(pair.client, &qa, &mask), 0) << strerror(errno);
+  EXPECT_TRUE(mask & IBV_QP_DEST_QPN);
+  EXPECT_EQ(qa.dest_qp_num, pair.server->qp->qp_num);
+
+  char msg[] = "via the SRQ";
+  ibv_mr* smr = rdma_reg_msgs(pair.client, msg, sizeof(msg));
+  ASSERT_EQ(rdma_post_send(pair.client, nullptr, msg, sizeof(msg), smr, 0), 0);
+  ibv_wc wc;
+  ASSERT_TRUE(poll_one(pair.server->recv_cq, &wc));
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_STREQ(buf, msg);
+  rdma_dereg_mr(smr);
+  rdma_dereg_mr(mr);
+  rdma_destroy_qp(pair.server);
+  rdma_destroy_srq(pair.server);
+  EXPECT_EQ(pair.server->srq, nullptr);
+}
+
+TEST_F(Connect, EceTravelsWithRequestAndReject) {
+  ibv_ece local{};
+  local.vendor_id = 0x15b3;
+  local.options = 0x5;
+  ASSERT_EQ(rdma_set_local_ece(pair.client, &local), 0) << strerror(errno);
+  ibv_ece bad = local;
+  bad.comp_mask = 1;
+  errno = 0;
+  EXPECT_EQ(rdma_set_local_ece(pair.client, &bad), -1);
+  EXPECT_EQ(errno, EINVAL);
+  rdma_conn_param cp{};
+  cp.qp_num = 5;
+  ASSERT_EQ(rdma_connect(pair.client, &cp), 0);
+  rdma_cm_event* req = take_request();
+  ASSERT_NE(req, nullptr);
+  ibv_ece remote{};
+  ASSERT_EQ(rdma_get_remote_ece(pair.server, &remote), 0) << strerror(errno);
+  EXPECT_EQ(remote.vendor_id, local.vendor_id);
+  EXPECT_EQ(remote.options, local.options);
+  ASSERT_EQ(rdma_reject_ece(pair.server, nullptr, 0), 0) << strerror(errno);
+  rdma_ack_cm_event(req);
+  rdma_cm_event* rej = nullptr;
+  ASSERT_TRUE(next_event_is(pair.client_ch, RDMA_CM_EVENT_REJECTED, &rej));
+  EXPECT_EQ(rej->status, 35) << "IB_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED";
+  rdma_ack_cm_event(rej);
+}
+
 TEST_F(Connect, MisuseFailsCleanly) {
   // Connecting a TCP id with neither QP nor parameters.
   errno = 0;
