@@ -49,6 +49,40 @@ setup() {
 	fi
 }
 
+# Where every user task waits: state, wchan and kernel stack, the end of the
+# kernel log, then (slow under TCG: ~10 s each) gdb backtraces of the processes
+# that are not shells, if gdb is installed. Written progressively.
+dump_state() {
+	local t pid st exe
+	echo "=== tasks at the timeout: pid/tid state wchan comm (kernel stacks of non-shells)"
+	for t in /proc/[0-9]*/task/[0-9]*; do
+		pid=${t%/task/*}
+		exe=$(readlink "$pid/exe" 2>/dev/null) || continue # kernel thread
+		st=$(cat "$t/stat" 2>/dev/null) || continue
+		st=${st##*) }
+		echo "${pid#/proc/}/${t##*/} ${st%% *} $(cat "$t/wchan" 2>/dev/null) $(cat "$t/comm" 2>/dev/null)"
+		is_shell "$exe" || sed 's/^/    /' "$t/stack" 2>/dev/null
+	done
+	echo "=== kernel log since /init"
+	dmesg | sed '1,/Run \/init/d' | grep -v 'speed is unknown' | tail -n 30
+	command -v gdb >/dev/null || return 0
+	for pid in /proc/[0-9]*; do
+		exe=$(readlink "$pid/exe" 2>/dev/null) || continue
+		is_shell "$exe" && continue
+		echo "=== gdb: ${pid#/proc/} $(tr '\0' ' ' < "$pid/cmdline")"
+		timeout 20 gdb -p "${pid#/proc/}" -batch -nx -ex 'thread apply all bt' 2>&1 | grep -E '^(Thread|#)'
+	done
+}
+is_shell() { case ${1##*/} in bash | sh | dash | sleep | busybox | timeout | cat | tail | sed) true ;; *) false ;; esac; }
+
+# The runner asks for dump_state (by creating dump-request) just before it
+# stops the VM on a timeout.
+watch_for_dump_request() {
+	while [ ! -e "$S/dump-request" ]; do sleep 0.5; done
+	dump_state > "$S/dump.txt" 2>&1
+	: > "$S/dump.done"
+}
+
 if ! (setup) > "$S/setup.log" 2>&1; then
 	cat "$S/setup.log"
 	log "setup of rxe0 failed"
@@ -57,6 +91,8 @@ if ! (setup) > "$S/setup.log" 2>&1; then
 fi
 : > "$S/started"
 log "rxe0 is up ($RXE_IP); running the command"
+watch_for_dump_request &
+watcher=$!
 
 env -i PATH="$PATH" HOME=/root USER=root LOGNAME=root SHELL=/bin/bash TERM=dumb LANG=C.UTF-8 \
 	RXE_DEV=rxe0 RXE_NETDEV=eth0 RXE_IP="$RXE_IP" RXE_IP6="$RXE_IP6" \
@@ -64,6 +100,7 @@ env -i PATH="$PATH" HOME=/root USER=root LOGNAME=root SHELL=/bin/bash TERM=dumb 
 	RDMACM_IN_VM=1 \
 	/bin/bash "$S/cmd.sh" </dev/null >>"$S/output" 2>&1
 rc=$?
+kill "$watcher" 2>/dev/null
 log "the command exited $rc"
 echo "$rc" > "$S/rc.tmp"
 mv "$S/rc.tmp" "$S/rc"

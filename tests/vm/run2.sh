@@ -61,7 +61,11 @@ cmd_run2() {
 		if ((SECONDS - s0 >= BOOT_TIMEOUT)) && { booting 0 "$spid" || booting 1 "$cpid"; }; then
 			reason=boot; break
 		fi
-		if ((SECONDS - s0 >= TIMEOUT)); then reason=timeout; break; fi
+		if ((SECONDS - s0 >= TIMEOUT)); then
+			reason=timeout
+			request_dumps 0 1
+			break
+		fi
 		sleep 0.2
 	done
 	kill -KILL "$spid" "$cpid" 2>/dev/null || true
