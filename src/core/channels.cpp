@@ -32,7 +32,8 @@ int get_event(rdma_event_channel* channel, rdma_cm_event** out) {
 int ack_event(rdma_cm_event* event) {
   auto ev = Objects::get().events.take(event);
   if (!ev) return -EINVAL;
-  ev->owner->event_done();
+  ev->owner->tally.done();
+  if (ev->group) ev->group->tally.done();
   return 0;
 }
 

@@ -52,6 +52,16 @@ int create_srq_ex(rdma_cm_id* id, ibv_srq_init_attr_ex* attr);
 int create_srq(rdma_cm_id* id, ibv_pd* pd, ibv_srq_init_attr* attr);
 int destroy_srq(rdma_cm_id* id);
 
+// Multicast (core/multicast.cpp)
+int join_multicast(rdma_cm_id* id, const sockaddr* addr, void* context);
+int join_multicast_ex(rdma_cm_id* id, const rdma_cm_join_mc_attr_ex* attr, void* context);
+int leave_multicast(rdma_cm_id* id, const sockaddr* addr);
+
+// Endpoints (core/endpoints.cpp)
+int create_ep(rdma_cm_id** id, const rdma_addrinfo* res, ibv_pd* pd, ibv_qp_init_attr* qp_attr);
+int destroy_ep(rdma_cm_id* id);
+int get_request(rdma_cm_id* listen, rdma_cm_id** id);
+
 // Devices (core/devices.cpp)
 int get_devices(ibv_context*** out, int* count);
 int free_devices(ibv_context** list);

@@ -32,10 +32,20 @@ int modify_qp_err(CmId& id);
 // Active side, after the peer's response: QP to RTS and RTU to the peer.
 int finish_connect(CmId& id);
 
+// rdma_create_id with a QP type other than the port space's default (as an
+// rdma_addrinfo may ask for).
+int create_id_typed(rdma_event_channel* channel, rdma_cm_id** out, void* context,
+                    int port_space, int qp_type);
+
 // Creates an id with an existing kernel handle (a connection request's) on
 // this channel, registered like any other.
 std::shared_ptr<CmId> adopt_id(const CmId& listener, uint32_t handle);
 // Moves the id to a new channel (nullptr: a private synchronous one).
 int migrate(CmId& id, const std::shared_ptr<EventChannel>& to);
+
+// Multicast bookkeeping: drop one group / all groups of an id from the
+// tables (the kernel leaves them when the id is destroyed).
+void forget_group(CmId& id, const Multicast& group);
+void forget_groups(CmId& id);
 
 }  // namespace rdmacm::core

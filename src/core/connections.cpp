@@ -54,6 +54,10 @@ WireConnParam to_wire(const CmId& id, const rdma_conn_param* src, uint32_t qp_nu
   w.responder_resources = id.responder_resources;
   w.initiator_depth = id.initiator_depth;
   w.valid = 1;
+  // Connection data from an rdma_addrinfo (ai_connect) goes first.
+  size_t prefix = std::min(id.connect_data.size(), sizeof(w.private_data));
+  std::memcpy(w.private_data, id.connect_data.data(), prefix);
+  w.private_data_len = static_cast<uint8_t>(prefix);
   if (!src) {
     w.retry_count = 7;
     w.rnr_retry_count = 7;
@@ -63,8 +67,9 @@ WireConnParam to_wire(const CmId& id, const rdma_conn_param* src, uint32_t qp_nu
   w.retry_count = src->retry_count;
   w.rnr_retry_count = src->rnr_retry_count;
   if (src->private_data && src->private_data_len) {
-    std::memcpy(w.private_data, src->private_data, src->private_data_len);
-    w.private_data_len = src->private_data_len;
+    size_t len = std::min<size_t>(src->private_data_len, sizeof(w.private_data) - prefix);
+    std::memcpy(w.private_data + prefix, src->private_data, len);
+    w.private_data_len = static_cast<uint8_t>(std::min<size_t>(prefix + len, 255));
   }
   return w;
 }
@@ -135,6 +140,7 @@ int connect(rdma_cm_id* pub, const rdma_conn_param* param) {
   if (int err = transport().connect(id->fd(), id->handle,
                                     to_wire(*id, param, qp_num, srq), id->local_ece))
     return err;
+  id->connect_data.clear();
   return complete(*id);
 }
 

@@ -79,10 +79,46 @@ bool accept_request(Event& ev, CmId& listener, const WireEvent& w) {
   return true;
 }
 
+bool is_group_event(uint32_t event) {
+  return event == RDMA_CM_EVENT_MULTICAST_JOIN || event == RDMA_CM_EVENT_MULTICAST_ERROR;
+}
+
+// A multicast event: reported against the group (uid) and its id. On a join
+// the library attaches the id's QP, unless the group is send-only.
+bool translate_group(const WireEvent& w, Event& ev) {
+  auto group = Objects::get().groups.find(Objects::key(w.uid));
+  if (!group) return false;
+  std::shared_ptr<CmId> id = group->id;
+  if (id->destroying) {
+    id->tally.done();
+    group->tally.done();
+    return false;
+  }
+  ev.owner = id;
+  ev.group = group;
+  ev.pub.id = &id->pub;
+  ev.pub.event = static_cast<rdma_cm_event_type>(w.event);
+  ev.pub.status = w.status;
+  copy_ud(ev, w.ud);
+  ev.pub.param.ud.private_data = group->context;  // rdma-core hands it back here
+  if (w.event == RDMA_CM_EVENT_MULTICAST_JOIN) {
+    group->mgid = w.ud.ah_attr.grh.dgid;
+    group->mlid = w.ud.ah_attr.dlid;
+    if (id->pub.qp && group->join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER) {
+      if (int err = ibv_attach_mcast(id->pub.qp, &group->mgid, group->mlid)) {
+        ev.pub.event = RDMA_CM_EVENT_MULTICAST_ERROR;
+        ev.pub.status = err > 0 ? -err : err;
+      }
+    }
+  }
+  return true;
+}
+
 // Fills the public event from the kernel's. Returns false when the event is
 // not for the application (unknown or dying id, or consumed here); the
 // kernel still counted it, so its id's tally is settled here.
 bool translate(const WireEvent& w, Event& ev) {
+  if (is_group_event(w.event)) return translate_group(w, ev);
   Objects& objs = Objects::get();
   std::shared_ptr<CmId> id = w.uid ? objs.attached.find(Objects::key(w.uid))
                                    : objs.handles.find(Objects::handle_key(w.id));
@@ -90,7 +126,7 @@ bool translate(const WireEvent& w, Event& ev) {
   // Before accept() the kernel knows a new id by handle only; of its events
   // only ESTABLISHED matters then (rdma-core's rule for uid 0).
   if (id->destroying || (!w.uid && w.event != RDMA_CM_EVENT_ESTABLISHED)) {
-    id->event_done();
+    id->tally.done();
     return false;
   }
   ev.owner = id;
@@ -114,7 +150,7 @@ bool translate(const WireEvent& w, Event& ev) {
     case RDMA_CM_EVENT_CONNECT_REQUEST:
       copy_params(ev, *id, w);
       if (!accept_request(ev, *id, w)) {
-        id->event_done();
+        id->tally.done();
         return false;
       }
       break;
@@ -132,7 +168,7 @@ bool translate(const WireEvent& w, Event& ev) {
     case RDMA_CM_EVENT_REJECTED:
     case RDMA_CM_EVENT_DISCONNECTED:
       if (id->connect_error) {
-        id->event_done();
+        id->tally.done();
         return false;
       }
       copy_conn(ev, w.conn);

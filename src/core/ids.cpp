@@ -91,6 +91,12 @@ int create_id(rdma_event_channel* channel, rdma_cm_id** out, void* context,
               int port_space) {
   int qp_type = default_qp_type(port_space);
   if (qp_type < 0) return -EINVAL;
+  return create_id_typed(channel, out, context, port_space, qp_type);
+}
+
+int create_id_typed(rdma_event_channel* channel, rdma_cm_id** out, void* context,
+                    int port_space, int qp_type) {
+  if (default_qp_type(port_space) < 0) return -EINVAL;
 
   auto id = std::make_shared<CmId>();
   if (channel) {
@@ -136,9 +142,10 @@ int destroy_id(rdma_cm_id* pub) {
   uint32_t reported = 0;
   int err = transport().destroy_id(id->fd(), id->handle, &reported);
   objs.detach(*id);
+  forget_groups(*id);  // the kernel left them with the id
   if (err) return err;
   // Events already handed to the application must be acknowledged first.
-  id->wait_events_done(reported);
+  id->tally.wait(reported);
   return 0;
 }
 
@@ -224,7 +231,7 @@ int migrate(CmId& id, const std::shared_ptr<EventChannel>& to) {
   id.sync = !to;
   // Events of the old channel already handed out must be acknowledged
   // before the id's events may flow on the new one.
-  id.wait_events_done(reported);
+  id.tally.wait(reported);
   return 0;
 }
 

@@ -8,15 +8,15 @@ EventChannel::~EventChannel() {
   if (pub.fd >= 0) ::close(pub.fd);
 }
 
-void CmId::event_done() {
+void EventTally::done() {
   std::lock_guard lock(mutex_);
   ++done_;
-  done_cv_.notify_all();
+  cv_.notify_all();
 }
 
-void CmId::wait_events_done(uint32_t reported) {
+void EventTally::wait(uint32_t reported) {
   std::unique_lock lock(mutex_);
-  done_cv_.wait(lock, [&] { return done_ >= reported; });
+  cv_.wait(lock, [&] { return done_ >= reported; });
 }
 
 Objects& Objects::get() {

@@ -16,6 +16,37 @@
 namespace rdmacm {
 
 struct Device;
+class CmId;
+
+// Counts events the application has acknowledged, so that whoever tears
+// down their source can wait until it has acknowledged as many as the kernel
+// reported (rdma-core's documented rule for destroy and leave).
+class EventTally {
+ public:
+  void done();
+  void wait(uint32_t reported);
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  uint32_t done_ = 0;
+};
+
+// A multicast group joined through an id (its kernel handle and address).
+class Multicast {
+ public:
+  std::shared_ptr<CmId> id;
+  void* context = nullptr;
+  uint32_t handle = 0;
+  uint16_t join_flags = 0;
+  sockaddr_storage addr{};
+  socklen_t addr_len = 0;
+  ibv_gid mgid{};
+  uint16_t mlid = 0;
+  EventTally tally;  // events of this group
+
+  uint64_t uid() const { return reinterpret_cast<uintptr_t>(this); }
+};
 
 // An rdma_event_channel: one kernel fd on which the events of its ids arrive.
 class EventChannel {
@@ -45,19 +76,16 @@ class CmId {
   WireEce local_ece;
   WireEce remote_ece;
   std::vector<ibv_sa_path_rec> paths;  // what pub.route.path_rec points to
+  std::vector<uint8_t> connect_data;   // prefix of the next connect/accept data
+  std::unique_ptr<ibv_qp_init_attr> ep_qp_attr;  // passive endpoints' QPs
+
+  std::mutex mc_mutex;
+  std::vector<std::shared_ptr<Multicast>> groups;
+
+  EventTally tally;  // all events of this id, groups' included
 
   uint64_t uid() const { return reinterpret_cast<uintptr_t>(&pub); }
   int fd() const { return channel->pub.fd; }
-
-  // Events handed to the application and not yet acknowledged are counted so
-  // that destroy can wait for them, as rdma-core's documentation requires.
-  void event_done();
-  void wait_events_done(uint32_t reported);
-
- private:
-  std::mutex mutex_;
-  std::condition_variable done_cv_;
-  uint32_t done_ = 0;
 };
 
 // An rdma_cm_event handed to the application; owns its private data copy.
@@ -68,6 +96,7 @@ class Event {
   // its acknowledgement. For a connection request that is the listener, not
   // the new id in pub.id.
   std::shared_ptr<CmId> owner;
+  std::shared_ptr<Multicast> group;  // for multicast events: its tally too
   uint8_t private_data[256] = {};
 };
 
@@ -78,6 +107,7 @@ struct Objects {
   Registry<rdma_cm_id, CmId> ids;  // visible to the application
   Registry<void, CmId> attached;   // by uid: ids the kernel knows about
   Registry<void, CmId> handles;    // by kernel handle, for events without uid
+  Registry<void, Multicast> groups;  // by uid
   Registry<rdma_cm_event, Event> events;
 
   static Objects& get();

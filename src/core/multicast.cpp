@@ -1,0 +1,92 @@
+// Multicast groups: join (plain and extended), leave, and leaving all of an
+// id's groups when it is destroyed.
+#include <cerrno>
+#include <cstring>
+
+#include "core/cm.h"
+#include "core/cm_internal.h"
+#include "core/objects.h"
+#include "core/transport.h"
+
+namespace rdmacm::core {
+namespace {
+
+int join(rdma_cm_id* pub, const sockaddr* addr, uint16_t flags, void* context) {
+  auto id = find_id(pub);
+  if (!id) return -EINVAL;
+  socklen_t len = addr_len(addr);
+  if (!len) return -EINVAL;
+  auto group = std::make_shared<Multicast>();
+  group->id = id;
+  group->context = context;
+  group->join_flags = flags;
+  std::memcpy(&group->addr, addr, len);
+  group->addr_len = len;
+  // Reachable before the command: the join event may race the answer.
+  Objects::get().groups.add(Objects::key(group->uid()), group);
+  {
+    std::lock_guard lock(id->mc_mutex);
+    id->groups.push_back(group);
+  }
+  int err = transport().join_mcast(id->fd(), id->handle, group->uid(), addr, len, flags,
+                                   &group->handle);
+  if (err) {
+    forget_group(*id, *group);
+    return err;
+  }
+  return complete(*id);
+}
+
+}  // namespace
+
+void forget_group(CmId& id, const Multicast& group) {
+  Objects::get().groups.take(Objects::key(group.uid()));
+  std::lock_guard lock(id.mc_mutex);
+  std::erase_if(id.groups, [&](const auto& g) { return g.get() == &group; });
+}
+
+int join_multicast(rdma_cm_id* id, const sockaddr* addr, void* context) {
+  return join(id, addr, RDMA_MC_JOIN_FLAG_FULLMEMBER, context);
+}
+
+int join_multicast_ex(rdma_cm_id* id, const rdma_cm_join_mc_attr_ex* attr, void* context) {
+  if (!attr) return -EINVAL;
+  if (attr->comp_mask >= RDMA_CM_JOIN_MC_ATTR_RESERVED) return -ENOTSUP;
+  if (!(attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_ADDRESS)) return -EINVAL;
+  if (!(attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS) ||
+      attr->join_flags >= RDMA_MC_JOIN_FLAG_RESERVED)
+    return -EINVAL;
+  return join(id, attr->addr, static_cast<uint16_t>(attr->join_flags), context);
+}
+
+int leave_multicast(rdma_cm_id* pub, const sockaddr* addr) {
+  auto id = find_id(pub);
+  if (!id) return -EINVAL;
+  socklen_t len = addr_len(addr);
+  if (!len) return -EINVAL;
+  std::shared_ptr<Multicast> group;
+  {
+    std::lock_guard lock(id->mc_mutex);
+    for (const auto& g : id->groups)
+      if (g->addr_len == len && !std::memcmp(&g->addr, addr, len)) group = g;
+  }
+  if (!group) return -EADDRNOTAVAIL;  // never joined (or already left)
+  forget_group(*id, *group);
+  if (id->pub.qp && group->join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
+    ibv_detach_mcast(id->pub.qp, &group->mgid, group->mlid);
+  uint32_t reported = 0;
+  if (int err = transport().leave_mcast(id->fd(), group->handle, &reported)) return err;
+  group->tally.wait(reported);
+  return 0;
+}
+
+void forget_groups(CmId& id) {
+  std::vector<std::shared_ptr<Multicast>> groups;
+  {
+    std::lock_guard lock(id.mc_mutex);
+    groups.swap(id.groups);
+  }
+  for (const auto& g : groups) Objects::get().groups.take(Objects::key(g->uid()));
+}
+
+}  // namespace rdmacm::core
