@@ -53,27 +53,35 @@ setup() {
 # kernel log, then (slow under TCG: ~10 s each) gdb backtraces of the processes
 # that are not shells, if gdb is installed. Written progressively.
 dump_state() {
-	local t pid st exe
+	local t pid n st wchan comm max=0
+	# Processes that exist now, not the ones this dump starts (or itself).
+	for pid in /proc/[0-9]*; do ((${pid#/proc/} > max)) && max=${pid#/proc/}; done
 	echo "=== tasks at the timeout: pid/tid state wchan comm (kernel stacks of non-shells)"
 	for t in /proc/[0-9]*/task/[0-9]*; do
-		pid=${t%/task/*}
-		exe=$(readlink "$pid/exe" 2>/dev/null) || continue # kernel thread
-		st=$(cat "$t/stat" 2>/dev/null) || continue
-		st=${st##*) }
-		echo "${pid#/proc/}/${t##*/} ${st%% *} $(cat "$t/wchan" 2>/dev/null) $(cat "$t/comm" 2>/dev/null)"
-		is_shell "$exe" || sed 's/^/    /' "$t/stack" 2>/dev/null
+		pid=${t%/task/*} n=${pid#/proc/}
+		((n <= max && n != BASHPID)) || continue
+		[ -e "$pid/exe" ] || continue # kernel thread
+		read -r st < "$t/stat" || continue
+		st=${st##*) } wchan='' comm=''
+		read -r wchan < "$t/wchan" || true
+		read -r comm < "$t/comm" || true
+		echo "$n/${t##*/} ${st%% *} $wchan $comm"
+		is_shell "$comm" || sed 's/^/    /' "$t/stack" 2>/dev/null
 	done
 	echo "=== kernel log since /init"
 	dmesg | sed '1,/Run \/init/d' | grep -v 'speed is unknown' | tail -n 30
 	command -v gdb >/dev/null || return 0
 	for pid in /proc/[0-9]*; do
-		exe=$(readlink "$pid/exe" 2>/dev/null) || continue
-		is_shell "$exe" && continue
-		echo "=== gdb: ${pid#/proc/} $(tr '\0' ' ' < "$pid/cmdline")"
-		timeout 20 gdb -p "${pid#/proc/}" -batch -nx -ex 'thread apply all bt' 2>&1 | grep -E '^(Thread|#)'
+		n=${pid#/proc/}
+		((n <= max && n != BASHPID)) && [ -e "$pid/exe" ] || continue
+		comm=''
+		read -r comm < "$pid/comm" || true
+		is_shell "$comm" && continue
+		echo "=== gdb: $n $(tr '\0' ' ' < "$pid/cmdline")"
+		timeout 20 gdb -p "$n" -batch -nx -ex 'thread apply all bt' 2>&1 | grep -E '^(Thread|#)'
 	done
 }
-is_shell() { case ${1##*/} in bash | sh | dash | sleep | busybox | timeout | cat | tail | sed) true ;; *) false ;; esac; }
+is_shell() { case $1 in init | bash | sh | dash | sleep | busybox | timeout | cat | tail | sed) true ;; *) false ;; esac; }
 
 # The runner asks for dump_state (by creating dump-request) just before it
 # stops the VM on a timeout.
