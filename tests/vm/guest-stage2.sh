@@ -5,9 +5,11 @@
 # The runner copies this file into the run share (/run/rxe-vm) with:
 #   vm.conf  shell variables: RXE_IP RXE_PREFIX RXE_IP6 RXE_PEER_IP RXE_PEER_IP6 WAIT_PEER
 #   cmd.sh   "cd DIR; export K=V ...; exec CMD ARGS" (shell-quoted)
-# It sets up rxe0 on eth0 (which /init has configured), then runs cmd.sh with its output going to the file
-# `output` of the share, and leaves the exit status in `rc`. Setup problems
-# are written to `setup-failed` (and the console) instead.
+# It sets up rxe0 on eth0 (which /init has configured), then runs cmd.sh with
+# its output going to the file `output` of the share, and leaves the exit status
+# in `rc`. Setup problems are written to `setup-failed` (and the console) instead.
+# If the runner creates `dump-request` (its timeout is up), dump_state writes
+# `dump.txt` and then `dump.done`.
 
 S=/run/rxe-vm
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
