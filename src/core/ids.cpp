@@ -140,10 +140,14 @@ int destroy_id(rdma_cm_id* pub) {
   id->destroying = true;
   ack_stored_event(*id);
   uint32_t reported = 0;
-  int err = transport().destroy_id(id->fd(), id->handle, &reported);
+  if (int err = transport().destroy_id(id->fd(), id->handle, &reported)) {
+    // The kernel still has it: the id stays valid, as with rdma-core.
+    id->destroying = false;
+    objs.ids.add(pub, id);
+    return err;
+  }
   objs.detach(*id);
   forget_groups(*id);  // the kernel left them with the id
-  if (err) return err;
   // Events already handed to the application must be acknowledged first.
   id->tally.wait(reported);
   return 0;
