@@ -16,7 +16,10 @@ secs_since() { # $1: start in microseconds -> seconds with one decimal
 	printf '%d.%d' $((d / 1000000)) $((d % 1000000 / 100000))
 }
 # Scaled timeout (SCALE is a percentage, 100 = as written).
-tmo() { echo $(($1 * ${SCALE:-100} / 100)); }
+tmo() {
+	local t=$(($1 * ${SCALE:-100} / 100))
+	echo $((t < 1 ? 1 : t))
+}
 
 # Prints the last $2 lines of file $1 (long lines cut), indented, under a title.
 tail_file() {
@@ -46,11 +49,12 @@ lib_env() {
 	esac
 }
 
-# The realpath the process on side $1 must have bound its rdma_* symbols to.
+# The realpath the process on side $1 must have bound its rdma_* symbols to
+# (WANT_OURS and WANT_SYS are set once by run.sh: forks are slow under TCG).
 expected_lib() {
 	case $1 in
-	preload | libpath) readlink -f "$OURS" ;;
-	sys) readlink -f "$SYSLIB" ;;
+	preload | libpath) echo "$WANT_OURS" ;;
+	sys) echo "$WANT_SYS" ;;
 	esac
 }
 
@@ -78,34 +82,41 @@ build_cmd() {
 # Checks, from the LD_DEBUG=bindings output of ROLE ($1), that the program
 # bound its rdma_* imports to the library of side $2 and nowhere else, and
 # that symbol $3 (rdma_listen / rdma_connect) is among them. Prints the
-# evidence line (or the problem) and returns 0/1.
+# evidence (or the problem) and returns 0/1.
 check_binding() {
-	local role=$1 side=$2 sym=$3 want files lines targets t bad=0 line
+	local role=$1 side=$2 sym=$3 want out kind t hit='' n=0 bad=0
 	want=$(expected_lib "$side")
-	files=("$DIR/$role.bind".*)
-	if [ ! -e "${files[0]}" ]; then
+	if ! compgen -G "$DIR/$role.bind.*" > /dev/null; then
 		echo "$role: no LD_DEBUG=bindings output (did the program start?)"
 		return 1
 	fi
-	# "binding file rping [0] to /path/librdmacm.so.1 [0]: normal symbol `rdma_connect' [RDMACM_1.0]"
-	# Only the program's own imports (and other libraries'), not librdmacm's internal ones.
-	lines=$(grep -h "normal symbol \`rdma_" "${files[@]}" | grep -v 'binding file [^ ]*librdmacm[^ ]* ')
-	if [ -z "$lines" ]; then
+	# Lines look like "  179: binding file rping [0] to /x/librdmacm.so.1 [0]: normal symbol `rdma_connect' [RDMACM_1.0]".
+	# Only the program's (and other libraries') imports count, not librdmacm's internal ones.
+	out=$(awk -v sym="$sym" '
+		/normal symbol `rdma_/ && !/binding file [^ ]*librdmacm[^ ]* / {
+			t = $0; sub(/.* to /, "", t); sub(/ \[[0-9]+\]: normal symbol.*/, "", t)
+			seen[t] = 1; n++
+			if (index($0, "symbol `" sym "\047")) hit = t
+		}
+		END { for (t in seen) print "T " t; if (hit != "") print "H " hit; print "N " n + 0 }' "$DIR/$role.bind".*)
+	while read -r kind t; do
+		case $kind in
+		T) [ "$t" = "$want" ] || [ "$(readlink -f "$t")" = "$want" ] ||
+			{ echo "$role: rdma_* bound to $t, expected $want"; bad=1; } ;;
+		H) hit=$t ;;
+		N) n=$t ;;
+		esac
+	done <<< "$out"
+	if [ "$n" = 0 ]; then
 		echo "$role: no rdma_* symbol bindings in LD_DEBUG output"
 		return 1
 	fi
-	targets=$(sed -n 's/.* to \(.*\) \[[0-9]*\]: normal symbol `rdma_.*/\1/p' <<< "$lines" | sort -u)
-	while IFS= read -r t; do
-		[ "$(readlink -f "$t")" = "$want" ] || { echo "$role: rdma_* bound to $t, expected $want"; bad=1; }
-	done <<< "$targets"
 	[ "$bad" = 0 ] || return 1
-	line=$(grep -m1 "symbol \`$sym'" <<< "$lines")
-	if [ -z "$line" ]; then
+	if [ -z "$hit" ]; then
 		echo "$role: $sym not bound"
 		return 1
 	fi
-	t=$(sed -n 's/.* to \(.*\) \[[0-9]*\]: normal symbol.*/\1/p' <<< "$line")
-	echo "$role $sym -> $t ($(basename "$want"))"
+	echo "$role $sym -> $hit (${want##*/})"
 }
 
 # --- readiness -------------------------------------------------------------------
@@ -118,25 +129,28 @@ tcp_listening() {
 	ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
 }
 
+# The loops below count wall-clock time, not iterations: under TCG a fork of
+# `sleep` alone can take a few tenths of a second.
+
 # wait_ready KIND PORT PID SECONDS: 0 when listening; 1 when the server died
 # first; 2 on timeout.
 wait_ready() {
-	local kind=$1 port=$2 pid=$3 n=$(($4 * 10))
-	while ((n-- > 0)); do
+	local kind=$1 port=$2 pid=$3 end=$(($(now_us) + $4 * 1000000))
+	while :; do
 		case $kind in
 		cm) cm_listening "$port" && return 0 ;;
 		tcp) tcp_listening "$port" && return 0 ;;
 		esac
 		kill -0 "$pid" 2>/dev/null || return 1
+		(($(now_us) < end)) || return 2
 		sleep 0.1
 	done
-	return 2
 }
 
 # wait_exit PID SECONDS: 0 once PID has exited (its status in WAIT_RC), 1 if still running.
 wait_exit() {
-	local pid=$1 n=$(($2 * 10))
-	while kill -0 "$pid" 2>/dev/null && ((n-- > 0)); do sleep 0.1; done
+	local pid=$1 end=$(($(now_us) + $2 * 1000000))
+	while kill -0 "$pid" 2>/dev/null && (($(now_us) < end)); do sleep 0.1; done
 	if kill -0 "$pid" 2>/dev/null; then return 1; fi
 	wait "$pid" 2>/dev/null
 	# shellcheck disable=SC2034 # read by run.sh
