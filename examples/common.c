@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -285,6 +286,18 @@ int get_rdma_addr(const char *src, const char *dst, const char *port,
 	if (src_res)
 		rdma_freeaddrinfo(src_res);
 	return ret;
+}
+
+void apply_addr_format(const char *arg, struct rdma_addrinfo *hints)
+{
+	if (!strncasecmp("ip", arg, 2)) {
+		hints->ai_flags = RAI_NUMERICHOST;
+	} else if (!strncasecmp("gid", arg, 3)) {
+		hints->ai_flags = RAI_NUMERICHOST | RAI_FAMILY;
+		hints->ai_family = AF_IB;
+	} else if (strncasecmp("name", arg, 4)) {
+		fprintf(stderr, "Warning: unknown address format\n");
+	}
 }
 
 struct rdma_event_channel *open_event_channel(void)

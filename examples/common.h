@@ -73,6 +73,10 @@ const char *addr_str(const struct sockaddr *sa, char *buf, size_t len);
 int get_rdma_addr(const char *src, const char *dst, const char *port,
 		  const struct rdma_addrinfo *hints, struct rdma_addrinfo **res);
 
+/* -f of ucmatose and udaddy: "ip" (numeric), "gid" (AF_IB) or "name", by
+ * prefix as rdma-core reads it; anything else warns and means "name". */
+void apply_addr_format(const char *arg, struct rdma_addrinfo *hints);
+
 /* rdma_create_event_channel() with a clear message (no device, no module). */
 struct rdma_event_channel *open_event_channel(void);
 

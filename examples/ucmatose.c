@@ -502,16 +502,7 @@ static int parse_options(int argc, char **argv)
 		switch (op) {
 		case 's': t.dst = optarg; break;
 		case 'b': t.src = optarg; break;
-		case 'f':
-			if (!strncasecmp("ip", optarg, 2)) {
-				t.hints.ai_flags = RAI_NUMERICHOST;
-			} else if (!strncasecmp("gid", optarg, 3)) {
-				t.hints.ai_flags = RAI_NUMERICHOST | RAI_FAMILY;
-				t.hints.ai_family = AF_IB;
-			} else if (strncasecmp("name", optarg, 4)) {
-				fprintf(stderr, "Warning: unknown address format\n");
-			}
-			break;
+		case 'f': apply_addr_format(optarg, &t.hints); break;
 		case 'P':
 			if (!strncasecmp("ib", optarg, 2))
 				t.hints.ai_port_space = RDMA_PS_IB;

@@ -519,16 +519,7 @@ static int parse_options(int argc, char **argv)
 			else if (strncasecmp("udp", optarg, 3))
 				fprintf(stderr, "Warning: unknown port space format\n");
 			break;
-		case 'f':
-			if (!strncasecmp("ip", optarg, 2)) {
-				t.hints.ai_flags = RAI_NUMERICHOST;
-			} else if (!strncasecmp("gid", optarg, 3)) {
-				t.hints.ai_flags = RAI_NUMERICHOST | RAI_FAMILY;
-				t.hints.ai_family = AF_IB;
-			} else if (strncasecmp("name", optarg, 4)) {
-				fprintf(stderr, "Warning: unknown address format\n");
-			}
-			break;
+		case 'f': apply_addr_format(optarg, &t.hints); break;
 		default:
 			usage(argv[0]);
 			return -1;
