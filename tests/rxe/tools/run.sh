@@ -73,6 +73,7 @@ PAIRS=(
 	"rping|-v -V -C 50 -S 4096"
 	"rping|-V -C 3 -S 65535"
 	"rping|-q -v -V -C 5"
+	"rping|-P -v -V -C 20"
 	"ucmatose|-c 1 -C 10"
 	"ucmatose|-c 4 -C 20 -S 8192"
 	"ucmatose|-c 2 -C 5 -m"
@@ -220,7 +221,7 @@ need() { # need FILE REGEX WHAT: FILE has a line matching REGEX, else says WHAT 
 
 check_rping() {
 	local c f
-	c=$(arg_after -C "$@")
+	c=$(($(arg_after -C "$@") * CLIENTS))
 	for f in server.out server.err client.out client.err; do
 		! has_line "$DIR/$f" '[Mm]ismatch' || { echo "$f: data mismatch reported"; return 1; }
 	done
@@ -230,6 +231,7 @@ check_rping() {
 	[ "$COUNT" = "$c" ] || { echo "client printed $COUNT of $c pings"; return 1; }
 	has_line "$DIR/server.out" '^server ping data: rdma-ping-'
 	[ "$COUNT" = "$c" ] || { echo "server printed $COUNT of $c pings"; return 1; }
+	c=$((c / CLIENTS))
 	need client.out "^ping data: rdma-ping-$((c - 1)): " "last ping rdma-ping-$((c - 1))"
 }
 check_ucmatose() {
@@ -279,12 +281,14 @@ define_pair() {
 	local tool=$1 ip=$RXE_IP group
 	local -a a
 	read -r -a a <<< "$2"
-	SRV_TOOL=$tool CLI_TOOL=$tool PERSIST=0 DEFER=0 CT=60 CHECK=check_$tool
+	SRV_TOOL=$tool CLI_TOOL=$tool PERSIST=0 DEFER=0 CLIENTS=1 CT=60 CHECK=check_$tool
 	READY="cm $PORT" BIND_SRV=rdma_listen BIND_CLI=rdma_connect
 	case $tool in
 	rping)
 		SRV=(-s -a "$ip" -p "$PORT" "${a[@]}")
-		CLI=(-c -a "$ip" -p "$PORT" "${a[@]}") ;;
+		CLI=(-c -a "$ip" -p "$PORT" "${a[@]}")
+		# -P: the server serves until stopped; two clients, one after the other.
+		[[ " $2 " == *" -P "* ]] && PERSIST=1 CLIENTS=2 ;;
 	ucmatose)
 		SRV=(-p "$PORT" "${a[@]}")
 		CLI=(-s "$ip" -p "$PORT" "${a[@]}") ;;
@@ -388,7 +392,7 @@ DEFERRED=()
 
 # run_pair TOOL LIB SERVER_WHO CLIENT_WHO "ARGS"
 run_pair() {
-	local tool=$1 lib=$2 sw=$3 cw=$4 args=$5 cpid
+	local tool=$1 lib=$2 sw=$3 cw=$4 args=$5 cpid i
 	new_case "pair $tool $lib srv=$sw cli=$cw${args:+ $args}" || return 0
 	TOOLS_TIMEOUT=$PEER_TIMEOUT
 	define_pair "$tool" "$args" || exit 2
@@ -396,10 +400,15 @@ run_pair() {
 		:
 	elif [ "$DEFER" = 0 ]; then
 		client_cmd "$cw" "$lib" "$CT"
-		"${CMD[@]}" > "$DIR/client.out" 2> "$DIR/client.err" < /dev/null
-		client_status $?
+		: > "$DIR/client.out"
+		for ((i = 0; i < CLIENTS; i++)); do
+			"${CMD[@]}" >> "$DIR/client.out" 2>> "$DIR/client.err" < /dev/null
+			client_status $?
+		done
 		scaled 20
 		if [ "$PERSIST" = 1 ]; then
+			# Until the server has seen the (last) client go, if it says so.
+			[ "$tool" = rping ] && wait_line "$DIR/server.err" '^server DISCONNECT EVENT' "$SPID" 5
 			if wait_exit "$SPID" 0; then
 				[ -n "$WHY" ] || WHY="server exited ($WAIT_RC) by itself; it should serve until stopped"
 			fi
