@@ -7,6 +7,7 @@ PACKAGES=(
   libibverbs-dev ibverbs-providers           # libibverbs, the rxe provider
   libgtest-dev                               # unit and integration tests
   librdmacm-dev rdmacm-utils                 # rdma-core: the ABI reference and peer tools
+  perftest qperf                             # peer tools for the interop tests (ib_send_bw, qperf)
   python3-pyelftools                         # DWARF reader for the ABI layout tests
   mandoc groff-base                          # manual page lint
 )
