@@ -134,7 +134,7 @@ void release(rdma_addrinfo* rai) {
 int getaddrinfo(const char* node, const char* service, const rdma_addrinfo* hints,
                 rdma_addrinfo** res, int* gai_error) {
   *gai_error = 0;
-  if (!res || (!node && !service && !hints)) return -EINVAL;
+  if (!node && !service && !hints) return -EINVAL;
   static const rdma_addrinfo no_hints{};
   const rdma_addrinfo& h = hints ? *hints : no_hints;
   auto* rai = static_cast<rdma_addrinfo*>(std::calloc(1, sizeof(rdma_addrinfo)));
@@ -163,6 +163,9 @@ int getaddrinfo(const char* node, const char* service, const rdma_addrinfo* hint
   }
   if (!err && !rai->ai_src_len && h.ai_src_len)
     err = copy_addr(&rai->ai_src_addr, &rai->ai_src_len, h.ai_src_addr, h.ai_src_len);
+  // rdma-core looks at res only to store a result (and crashes on NULL):
+  // its earlier failures, the resolver's among them, are reported as such.
+  if (!err && !res) err = -EINVAL;
   if (err) {
     release(rai);
     return err;

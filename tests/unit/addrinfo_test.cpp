@@ -66,6 +66,8 @@ TEST(AddrInfo, ResolverFailureReturnsEaiCode) {
   rdma_addrinfo* res = nullptr;
   EXPECT_EQ(rdma_getaddrinfo("not-a-number", nullptr, &hints, &res), EAI_NONAME);
   EXPECT_EQ(res, nullptr);
+  // As in rdma-core, the resolver's failure comes before any look at res.
+  EXPECT_EQ(rdma_getaddrinfo("not-a-number", nullptr, &hints, nullptr), EAI_NONAME);
 }
 
 TEST(AddrInfo, Misuse) {
