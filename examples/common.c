@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <netdb.h>
 #include <poll.h>
@@ -203,6 +204,41 @@ int parse_int(const char *s, const char *what, long min, long max, int *out)
 		return -1;
 	}
 	*out = (int)v;
+	return 0;
+}
+
+int parse_tos(const char *s, uint8_t *tos, bool *set)
+{
+	int v;
+
+	if (parse_int(s, "type of service (-t)", 0, 255, &v))
+		return -1;
+	*tos = (uint8_t)v;
+	*set = true;
+	return 0;
+}
+
+int parse_ud_port_space(const char *s, int *ps)
+{
+	int v;
+
+	if (parse_int(s, "port space (-p)", 0, 0xffff, &v))
+		return -1;
+	if (v != RDMA_PS_UDP && v != RDMA_PS_IPOIB) {
+		errmsg("port space (-p) %#x is neither UDP (%#x) nor IPoIB (%#x)", v, RDMA_PS_UDP,
+		       RDMA_PS_IPOIB);
+		return -1;
+	}
+	*ps = v;
+	return 0;
+}
+
+int no_arguments_left(int argc, char **argv)
+{
+	if (optind < argc) {
+		errmsg("unexpected argument '%s'", argv[optind]);
+		return -1;
+	}
 	return 0;
 }
 
@@ -410,6 +446,28 @@ void wc_msg(const char *what, const struct ibv_wc *wc)
 {
 	errmsg("%s: completion failed: %s (status %d, vendor error 0x%x)", what,
 	       ibv_wc_status_str(wc->status), wc->status, wc->vendor_err);
+}
+
+int create_cq(struct ibv_context *verbs, int cqe, void *ctx, struct ibv_comp_channel **cc,
+	      struct ibv_cq **cq)
+{
+	if (!(*cc = ibv_create_comp_channel(verbs))) {
+		errno_msg("ibv_create_comp_channel");
+		return -1;
+	}
+	if (!(*cq = ibv_create_cq(verbs, cqe, ctx, *cc, 0))) {
+		errno_msg("ibv_create_cq");
+		return -1;
+	}
+	return 0;
+}
+
+void destroy_cq(struct ibv_cq *cq, struct ibv_comp_channel *cc)
+{
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (cc)
+		ibv_destroy_comp_channel(cc);
 }
 
 int set_nonblock(int fd)

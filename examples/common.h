@@ -61,6 +61,15 @@ void watchdog_arm(int timeout_ms, const char *what);
  * "<tool>: invalid <what> '<s>'" and returns -1. */
 int parse_int(const char *s, const char *what, long min, long max, int *out);
 
+/* -t: a type of service, 0 to 255, into *tos; sets *set. */
+int parse_tos(const char *s, uint8_t *tos, bool *set);
+
+/* -p of udaddy and mckey: a port space by number, RDMA_PS_UDP or
+ * RDMA_PS_IPOIB. */
+int parse_ud_port_space(const char *s, int *ps);
+/* After getopt(): -1 after a message if an argument is left over, else 0. */
+int no_arguments_left(int argc, char **argv);
+
 /* getaddrinfo() of host (numeric or name) into *ss, port set to port (host
  * order). Returns 0 or the EAI_* code after printing why. */
 int parse_addr(const char *host, uint16_t port, struct sockaddr_storage *ss);
@@ -102,6 +111,13 @@ int poll_cq_until(struct ibv_cq *cq, struct ibv_comp_channel *cc, struct ibv_wc 
 		  int max, int64_t deadline);
 /* Prints "<what>: completion <status string> (status N, vendor error V)". */
 void wc_msg(const char *what, const struct ibv_wc *wc);
+
+/* A completion channel and a CQ of cqe entries (context ctx) on it.
+ * Returns 0, or -1 after a message. */
+int create_cq(struct ibv_context *verbs, int cqe, void *ctx, struct ibv_comp_channel **cc,
+	      struct ibv_cq **cq);
+/* Destroys what create_cq() made (either may be NULL). */
+void destroy_cq(struct ibv_cq *cq, struct ibv_comp_channel *cc);
 
 /* Sets O_NONBLOCK on fd; -1 on failure (errno). */
 int set_nonblock(int fd);

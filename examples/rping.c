@@ -442,7 +442,7 @@ enum { USAGE = 1, BAD_VALUE = 2 };
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	const char *addr = NULL, *src = NULL;
-	int port = DEFAULT_PORT, side = -1, op, v;
+	int port = DEFAULT_PORT, side = -1, op;
 
 	*o = (struct options){ .size = DEFAULT_SIZE };
 	while ((op = getopt(argc, argv, "a:I:Pp:C:S:t:scvVdq")) != -1) {
@@ -463,10 +463,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return BAD_VALUE;
 			break;
 		case 't':
-			if (parse_int(optarg, "type of service (-t)", 0, 255, &v))
+			if (parse_tos(optarg, &o->tos, &o->set_tos))
 				return BAD_VALUE;
-			o->tos = (uint8_t)v;
-			o->set_tos = true;
 			break;
 		case 's': side = 1; break;
 		case 'c': side = 0; break;
@@ -477,10 +475,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		default: return USAGE;
 		}
 	}
-	if (optind < argc) {
-		errmsg("unexpected argument '%s'", argv[optind]);
+	if (no_arguments_left(argc, argv))
 		return USAGE;
-	}
 	if (side < 0) {
 		errmsg("say -s (server) or -c (client)");
 		return USAGE;

@@ -109,15 +109,7 @@ int conn_setup(struct conn *c)
 		errno_msg("ibv_alloc_pd");
 		return -1;
 	}
-	if (!(c->cc = ibv_create_comp_channel(verbs))) {
-		errno_msg("ibv_create_comp_channel");
-		return -1;
-	}
-	if (!(c->cq = ibv_create_cq(verbs, SQ_DEPTH * 2, c, c->cc, 0))) {
-		errno_msg("ibv_create_cq");
-		return -1;
-	}
-	if (create_qp(c))
+	if (create_cq(verbs, SQ_DEPTH * 2, c, &c->cc, &c->cq) || create_qp(c))
 		return -1;
 	c->recv_mr = reg(c, &c->recv_desc, sizeof(c->recv_desc), IBV_ACCESS_LOCAL_WRITE,
 			 "receive buffer");
@@ -153,10 +145,7 @@ void conn_teardown(struct conn *c)
 		ibv_dereg_mr(c->recv_mr);
 	free(c->start);
 	free(c->buf);
-	if (c->cq)
-		ibv_destroy_cq(c->cq);
-	if (c->cc)
-		ibv_destroy_comp_channel(c->cc);
+	destroy_cq(c->cq, c->cc);
 	if (c->pd)
 		ibv_dealloc_pd(c->pd);
 }

@@ -11,44 +11,23 @@
  * connection requests is not.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <strings.h>
 
 #include <rdma/rdma_cma.h>
 
 #include "common.h"
-
-struct node {
-	int index;
-	struct rdma_cm_id *id;
-	bool connected;
-	struct ibv_pd *pd;
-	struct ibv_comp_channel *send_cc, *recv_cc;
-	struct ibv_cq *send_cq, *recv_cq;
-	struct ibv_mr *mr;
-	void *mem;
-};
+#include "nodes.h"
 
 static struct {
-	/* options */
-	const char *dst, *src, *port;
-	int connections, count, size;
+	struct node_set s;
 	bool set_tos, set_ack_timeout, migrate;
 	uint8_t tos, ack_timeout;
-	struct rdma_addrinfo hints;
-	/* state */
-	struct rdma_event_channel *ch;
-	struct rdma_addrinfo *rai;
-	struct rdma_cm_id *listen_id;
-	struct rdma_cm_id *extra_id; /* a request beyond -c: rejected, then destroyed */
-	struct node *nodes;
-	int accepted, pending, connects_left, disconnects_left;
-} t = { .port = "7471", .connections = 1, .count = 10, .size = 100 };
+	int pending, connects_left, disconnects_left;
+} t = { .s = { .port = "7471", .n = 1, .count = 10, .size = 100, .noun = "connection" } };
 
-/* --- per-connection resources ------------------------------------------------ */
+/* --- CM events ------------------------------------------------------------ */
 
 static int set_id_options(struct rdma_cm_id *id)
 {
@@ -66,155 +45,6 @@ static int set_id_options(struct rdma_cm_id *id)
 	return 0;
 }
 
-static int init_node(struct node *n)
-{
-	struct ibv_context *verbs = n->id->verbs;
-	int cqe = t.count ? t.count : 1;
-
-	if (!(n->pd = ibv_alloc_pd(verbs))) {
-		errno_msg("ibv_alloc_pd");
-		return -1;
-	}
-	n->send_cc = ibv_create_comp_channel(verbs);
-	n->recv_cc = ibv_create_comp_channel(verbs);
-	if (!n->send_cc || !n->recv_cc) {
-		errno_msg("ibv_create_comp_channel");
-		return -1;
-	}
-	n->send_cq = ibv_create_cq(verbs, cqe, n, n->send_cc, 0);
-	n->recv_cq = ibv_create_cq(verbs, cqe, n, n->recv_cc, 0);
-	if (!n->send_cq || !n->recv_cq) {
-		errno_msg("ibv_create_cq");
-		return -1;
-	}
-	struct ibv_qp_init_attr attr = {
-		.qp_context = n,
-		.send_cq = n->send_cq,
-		.recv_cq = n->recv_cq,
-		.cap = { .max_send_wr = cqe, .max_recv_wr = cqe, .max_send_sge = 1, .max_recv_sge = 1 },
-		.qp_type = IBV_QPT_RC,
-		.sq_sig_all = 1,
-	};
-	if (rdma_create_qp(n->id, n->pd, &attr)) {
-		errno_msg("rdma_create_qp");
-		return -1;
-	}
-	if (!t.count)
-		return 0;
-	n->mem = malloc(t.size);
-	if (!n->mem) {
-		errmsg("no memory for a %d-byte message", t.size);
-		return -1;
-	}
-	fill_pattern(n->mem, t.size, n->index);
-	n->mr = ibv_reg_mr(n->pd, n->mem, t.size, IBV_ACCESS_LOCAL_WRITE);
-	if (!n->mr) {
-		errno_msg("ibv_reg_mr");
-		return -1;
-	}
-	return 0;
-}
-
-static int post_recvs(struct node *n)
-{
-	struct ibv_sge sge = { (uintptr_t)n->mem, t.size, n->mr ? n->mr->lkey : 0 };
-	struct ibv_recv_wr wr = { .wr_id = (uintptr_t)n, .sg_list = &sge, .num_sge = 1 }, *bad;
-
-	for (int i = 0; i < t.count; i++) {
-		int err = ibv_post_recv(n->id->qp, &wr, &bad);
-
-		if (err) {
-			errmsg("connection %d: ibv_post_recv failed: %s", n->index, strerror(err));
-			return -1;
-		}
-	}
-	return 0;
-}
-
-static int post_sends(struct node *n)
-{
-	struct ibv_sge sge = { (uintptr_t)n->mem, t.size, n->mr ? n->mr->lkey : 0 };
-	struct ibv_send_wr wr = { .wr_id = (uintptr_t)n, .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_SEND }, *bad;
-
-	if (!n->connected)
-		return 0;
-	for (int i = 0; i < t.count; i++) {
-		int err = ibv_post_send(n->id->qp, &wr, &bad);
-
-		if (err) {
-			errmsg("connection %d: ibv_post_send failed: %s", n->index, strerror(err));
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/* Collects -C completions of every connected node's send or receive CQ. */
-static int complete_all(bool sends)
-{
-	struct ibv_wc wc[8];
-
-	for (int i = 0; i < t.connections; i++) {
-		struct node *n = &t.nodes[i];
-		int64_t deadline = deadline_in(peer_timeout_ms());
-
-		if (!n->connected)
-			continue;
-		for (int done = 0; done < t.count;) {
-			int got = poll_cq_until(sends ? n->send_cq : n->recv_cq,
-						sends ? n->send_cc : n->recv_cc, wc, 8, deadline);
-
-			if (got < 0) {
-				if (errno == ETIMEDOUT)
-					errmsg("connection %d: %d of %d %s completed within %d ms", i,
-					       done, t.count, sends ? "sends" : "receives",
-					       peer_timeout_ms());
-				else
-					errno_msg("polling the completion queue");
-				return -ETIMEDOUT;
-			}
-			for (int k = 0; k < got; k++) {
-				if (wc[k].status != IBV_WC_SUCCESS) {
-					wc_msg(sends ? "send" : "receive", &wc[k]);
-					return -EIO;
-				}
-				if (!sends && wc[k].byte_len != (uint32_t)t.size) {
-					errmsg("connection %d: received %u bytes, expected %d (-S differs?)",
-					       i, wc[k].byte_len, t.size);
-					return -EIO;
-				}
-			}
-			done += got;
-		}
-	}
-	return 0;
-}
-
-static void destroy_node(struct node *n)
-{
-	if (!n->id)
-		return;
-	if (n->id->qp)
-		rdma_destroy_qp(n->id);
-	if (n->send_cq)
-		ibv_destroy_cq(n->send_cq);
-	if (n->recv_cq)
-		ibv_destroy_cq(n->recv_cq);
-	if (n->send_cc)
-		ibv_destroy_comp_channel(n->send_cc);
-	if (n->recv_cc)
-		ibv_destroy_comp_channel(n->recv_cc);
-	if (n->mr)
-		ibv_dereg_mr(n->mr);
-	free(n->mem);
-	if (n->pd)
-		ibv_dealloc_pd(n->pd);
-	rdma_destroy_id(n->id);
-}
-
-/* --- CM events ------------------------------------------------------------ */
-
 static int on_addr_resolved(struct node *n)
 {
 	if (set_id_options(n->id))
@@ -228,53 +58,30 @@ static int on_addr_resolved(struct node *n)
 
 static int on_route_resolved(struct node *n)
 {
-	struct rdma_conn_param param = {
-		.responder_resources = 1,
-		.initiator_depth = 1,
-		.retry_count = 5,
-		.private_data = t.rai->ai_connect,
-		.private_data_len = t.rai->ai_connect_len,
-	};
+	struct rdma_conn_param param = { .responder_resources = 1, .initiator_depth = 1,
+					 .retry_count = 5 };
 
-	if (init_node(n) || post_recvs(n))
-		return -1;
-	if (rdma_connect(n->id, &param)) {
-		errno_msg("rdma_connect");
-		return -1;
-	}
-	return 0;
+	return node_connect(&t.s, n, &param);
 }
 
 static int on_connect_request(struct rdma_cm_id *id)
 {
-	struct node *n;
+	struct node *n = nodes_take_request(&t.s, id);
+	int ret;
 
-	if (t.accepted == t.connections) {
-		errmsg("a connection request beyond the %d expected (-c): rejecting it",
-		       t.connections);
-		printf("cmatose: failing connection request\n");
-		rdma_reject(id, NULL, 0);
-		t.extra_id = id;
+	if (!n)
 		return 0;
-	}
-	n = &t.nodes[t.accepted++];
-	n->id = id;
-	id->context = n;
-	if (set_id_options(id) || init_node(n) || post_recvs(n)) {
+	ret = set_id_options(id);
+	if (ret)
+		node_reject(id);
+	else
+		ret = node_accept(&t.s, n);
+	if (ret) {
 		t.connects_left--;
-		goto reject;
-	}
-	if (rdma_accept(id, NULL)) {
-		errno_msg("rdma_accept");
-		t.connects_left--;
-		goto reject;
+		return -1;
 	}
 	t.pending++;
 	return 0;
-reject:
-	printf("cmatose: failing connection request\n");
-	rdma_reject(id, NULL, 0);
-	return -1;
 }
 
 /* Handles one event; returns 0, or the status the test ends with. */
@@ -282,16 +89,15 @@ static int handle_event(struct rdma_cm_event *ev)
 {
 	struct node *n = ev->id->context;
 
-	debug_msg("event %s, status %d", rdma_event_str(ev->event), ev->status);
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		return on_addr_resolved(n) ? (t.connects_left--, -1) : 0;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		return on_route_resolved(n) ? (t.connects_left--, -1) : 0;
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
-		return on_connect_request(ev->id) ? -1 : 0;
+		return on_connect_request(ev->id);
 	case RDMA_CM_EVENT_ESTABLISHED:
-		if (!t.dst)
+		if (!t.s.dst)
 			t.pending--;
 		n->connected = true;
 		t.connects_left--;
@@ -301,16 +107,11 @@ static int handle_event(struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
-	case RDMA_CM_EVENT_REJECTED: {
-		char what[32];
-
-		snprintf(what, sizeof(what), "connection %d", n ? n->index : -1);
-		event_msg(what, ev);
-		if (!t.dst)
+	case RDMA_CM_EVENT_REJECTED:
+		if (!t.s.dst)
 			t.pending--;
 		t.connects_left--;
-		return ev->status ? ev->status : -1;
-	}
+		return node_event_failed(&t.s, n, ev);
 	case RDMA_CM_EVENT_DISCONNECTED:
 		rdma_disconnect(ev->id);
 		t.disconnects_left--;
@@ -331,22 +132,12 @@ static int run_events(int *left, bool for_requests, const char *what)
 	int ret = 0;
 
 	while (*left > 0 && !ret) {
-		struct rdma_cm_event *ev;
 		int ms = for_requests && !t.pending ? WAIT_FOREVER : peer_timeout_ms();
 
-		if (get_cm_event(t.ch, ms, &ev)) {
-			if (errno == ETIMEDOUT) {
-				errmsg("%s: %d connection(s) still waiting after %d ms", what, *left, ms);
-				return -ETIMEDOUT;
-			}
-			errno_msg("rdma_get_cm_event");
-			return -errno;
-		}
-		ret = handle_event(ev);
-		rdma_ack_cm_event(ev);
-		if (t.extra_id) {
-			rdma_destroy_id(t.extra_id);
-			t.extra_id = NULL;
+		ret = nodes_next_event(&t.s, ms, handle_event);
+		if (ret == NO_EVENT) {
+			errmsg("%s: %d connection(s) still waiting after %d ms", what, *left, ms);
+			ret = -ETIMEDOUT;
 		}
 	}
 	return ret;
@@ -362,13 +153,13 @@ static int migrate_channel(void)
 		errno_msg("rdma_create_event_channel");
 		return -1;
 	}
-	if (t.listen_id && rdma_migrate_id(t.listen_id, ch))
+	if (t.s.listen_id && rdma_migrate_id(t.s.listen_id, ch))
 		goto fail;
-	for (int i = 0; i < t.connections; i++)
-		if (t.nodes[i].id && rdma_migrate_id(t.nodes[i].id, ch))
+	for (int i = 0; i < t.s.n; i++)
+		if (t.s.node[i].id && rdma_migrate_id(t.s.node[i].id, ch))
 			goto fail;
-	rdma_destroy_event_channel(t.ch);
-	t.ch = ch;
+	rdma_destroy_event_channel(t.s.ch);
+	t.s.ch = ch;
 	return 0;
 fail:
 	errno_msg("rdma_migrate_id");
@@ -377,51 +168,42 @@ fail:
 
 /* --- the two sides --------------------------------------------------------- */
 
+static int post_all_sends(void)
+{
+	for (int i = 0; i < t.s.n; i++)
+		if (node_post_sends(&t.s, &t.s.node[i]))
+			return -1;
+	return 0;
+}
+
 static int run_server(void)
 {
 	int ret;
 
 	printf("cmatose: starting server\n");
-	if (rdma_create_id(t.ch, &t.listen_id, NULL, t.hints.ai_port_space)) {
-		errno_msg("rdma_create_id");
-		return -1;
-	}
-	ret = get_rdma_addr(t.src, t.dst, t.port, &t.hints, &t.rai);
-	if (ret)
+	if ((ret = nodes_listen(&t.s)) ||
+	    (ret = run_events(&t.connects_left, true, "establishing connections")))
 		return ret;
-	if (rdma_bind_addr(t.listen_id, t.rai->ai_src_addr)) {
-		errmsg("rdma_bind_addr(%s, port %s) failed: %s", t.src ? t.src : "any", t.port,
-		       strerror(errno));
-		return -1;
-	}
-	if (rdma_listen(t.listen_id, 0)) {
-		errno_msg("rdma_listen");
-		return -1;
-	}
-	ret = run_events(&t.connects_left, true, "establishing connections");
-	if (ret)
-		return ret;
-	if (t.count) {
+	if (t.s.count) {
 		printf("initiating data transfers\n");
-		for (int i = 0; i < t.connections; i++)
-			if (post_sends(&t.nodes[i]))
-				return -1;
+		if (post_all_sends())
+			return -1;
 		printf("completing sends\n");
-		if ((ret = complete_all(true)))
+		if ((ret = nodes_complete(&t.s, DIR_SEND, false)))
 			return ret;
 		printf("receiving data transfers\n");
-		if ((ret = complete_all(false)))
+		if ((ret = nodes_complete(&t.s, DIR_RECV, false)))
 			return ret;
 		printf("data transfers complete\n");
 	}
 	if (t.migrate && migrate_channel())
 		return -1;
 	printf("cmatose: disconnecting\n");
-	for (int i = 0; i < t.connections; i++) {
-		if (!t.nodes[i].connected)
+	for (int i = 0; i < t.s.n; i++) {
+		if (!t.s.node[i].connected)
 			continue;
-		t.nodes[i].connected = false;
-		rdma_disconnect(t.nodes[i].id);
+		t.s.node[i].connected = false;
+		rdma_disconnect(t.s.node[i].id);
 	}
 	ret = run_events(&t.disconnects_left, false, "disconnecting");
 	printf("disconnected\n");
@@ -433,28 +215,17 @@ static int run_client(void)
 	int ret, ret2;
 
 	printf("cmatose: starting client\n");
-	ret = get_rdma_addr(t.src, t.dst, t.port, &t.hints, &t.rai);
-	if (ret)
+	if ((ret = nodes_resolve(&t.s)))
 		return ret;
-	printf("cmatose: connecting\n");
-	for (int i = 0; i < t.connections; i++) {
-		if (rdma_resolve_addr(t.nodes[i].id, t.rai->ai_src_addr, t.rai->ai_dst_addr, 2000)) {
-			errno_msg("rdma_resolve_addr");
-			return -1;
-		}
-	}
 	ret = run_events(&t.connects_left, false, "connecting");
 	if (ret)
 		goto disconnect;
-	if (t.count) {
+	if (t.s.count) {
 		printf("receiving data transfers\n");
-		if ((ret = complete_all(false)))
+		if ((ret = nodes_complete(&t.s, DIR_RECV, false)))
 			goto disconnect;
 		printf("sending replies\n");
-		for (int i = 0; i < t.connections; i++)
-			if ((ret = post_sends(&t.nodes[i])))
-				goto disconnect;
-		if ((ret = complete_all(true)))
+		if ((ret = post_all_sends()) || (ret = nodes_complete(&t.s, DIR_SEND, false)))
 			goto disconnect;
 		printf("data transfers complete\n");
 	}
@@ -463,9 +234,9 @@ static int run_client(void)
 disconnect:
 	/* The server disconnects; answer each of its requests. After a
 	 * failure, disconnect what is connected instead of waiting for it. */
-	for (int i = 0; ret && i < t.connections; i++)
-		if (t.nodes[i].connected)
-			rdma_disconnect(t.nodes[i].id);
+	for (int i = 0; ret && i < t.s.n; i++)
+		if (t.s.node[i].connected)
+			rdma_disconnect(t.s.node[i].id);
 	ret2 = run_events(&t.disconnects_left, false, "waiting for the server to disconnect");
 	return ret ? ret : ret2;
 }
@@ -493,100 +264,40 @@ static void usage(const char *argv0)
 		argv0);
 }
 
-static int parse_options(int argc, char **argv)
+static int option(int op, const char *arg)
 {
-	int op, v;
+	int v;
 
-	t.hints.ai_port_space = RDMA_PS_TCP;
-	while ((op = getopt(argc, argv, "s:b:f:P:c:C:S:t:p:a:m")) != -1) {
-		switch (op) {
-		case 's': t.dst = optarg; break;
-		case 'b': t.src = optarg; break;
-		case 'f': apply_addr_format(optarg, &t.hints); break;
-		case 'P':
-			if (!strncasecmp("ib", optarg, 2))
-				t.hints.ai_port_space = RDMA_PS_IB;
-			else if (strncasecmp("tcp", optarg, 3))
-				fprintf(stderr, "Warning: unknown port space format\n");
-			break;
-		case 'c':
-			if (parse_int(optarg, "connections (-c)", 1, 100000, &t.connections))
-				return -1;
-			break;
-		case 'C':
-			if (parse_int(optarg, "message count (-C)", 0, 1 << 20, &t.count))
-				return -1;
-			break;
-		case 'S':
-			if (parse_int(optarg, "message size (-S)", 0, 1 << 30, &t.size))
-				return -1;
-			break;
-		case 't':
-			if (parse_int(optarg, "type of service (-t)", 0, 255, &v))
-				return -1;
-			t.tos = (uint8_t)v;
-			t.set_tos = true;
-			break;
-		case 'p': t.port = optarg; break;
-		case 'a':
-			if (parse_int(optarg, "ack timeout (-a)", 0, 31, &v))
-				return -1;
-			t.ack_timeout = (uint8_t)v;
-			t.set_ack_timeout = true;
-			break;
-		case 'm': t.migrate = true; break;
-		default:
-			usage(argv[0]);
+	switch (op) {
+	case 's': t.s.dst = arg; return 0;
+	case 'b': t.s.src = arg; return 0;
+	case 'f': apply_addr_format(arg, &t.s.hints); return 0;
+	case 'P':
+		if (!strncasecmp("ib", arg, 2))
+			t.s.hints.ai_port_space = RDMA_PS_IB;
+		else if (strncasecmp("tcp", arg, 3))
+			fprintf(stderr, "Warning: unknown port space format\n");
+		return 0;
+	case 't': return parse_tos(arg, &t.tos, &t.set_tos);
+	case 'p': t.s.port = arg; return 0;
+	case 'a':
+		if (parse_int(arg, "ack timeout (-a)", 0, 31, &v))
 			return -1;
-		}
+		t.ack_timeout = (uint8_t)v;
+		t.set_ack_timeout = true;
+		return 0;
+	case 'm': t.migrate = true; return 0;
+	default: return 1;
 	}
-	if (optind < argc) {
-		errmsg("unexpected argument '%s'", argv[optind]);
-		return -1;
-	}
-	if (!t.size)
-		t.count = 0;
-	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	int ret;
-
 	tool_init("cmatose");
-	if (parse_options(argc, argv))
+	t.s.hints.ai_port_space = RDMA_PS_TCP;
+	if (nodes_options(&t.s, argc, argv, "s:b:f:P:c:C:S:t:p:a:m", 1 << 20, 1 << 30, option,
+			  usage))
 		exit(1);
-	t.connects_left = t.connections;
-	t.ch = open_event_channel();
-	if (!t.ch)
-		exit(1);
-	t.nodes = calloc(t.connections, sizeof(*t.nodes));
-	if (!t.nodes) {
-		errmsg("no memory for %d connections", t.connections);
-		exit(1);
-	}
-	for (int i = 0; i < t.connections; i++) {
-		t.nodes[i].index = i;
-		if (t.dst && rdma_create_id(t.ch, &t.nodes[i].id, &t.nodes[i], t.hints.ai_port_space)) {
-			errno_msg("rdma_create_id");
-			exit(1);
-		}
-	}
-	if (t.dst) {
-		ret = run_client();
-	} else {
-		t.hints.ai_flags |= RAI_PASSIVE;
-		ret = run_server();
-	}
-	printf("test complete\n");
-	for (int i = 0; i < t.connections; i++)
-		destroy_node(&t.nodes[i]);
-	free(t.nodes);
-	if (t.listen_id)
-		rdma_destroy_id(t.listen_id);
-	rdma_destroy_event_channel(t.ch);
-	if (t.rai)
-		rdma_freeaddrinfo(t.rai);
-	printf("return status %d\n", ret);
-	return ret;
+	t.connects_left = t.s.n;
+	return nodes_main(&t.s, run_server, run_client);
 }
