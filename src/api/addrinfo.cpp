@@ -19,11 +19,11 @@ RDMACM_EXPORT void rdma_freeaddrinfo(rdma_addrinfo* res) {
   api::call([&] { return core::freeaddrinfo(res); });
 }
 
-RDMACM_EXPORT int rdma_resolve_addrinfo(rdma_cm_id*, const char*, const char*, const rdma_addrinfo*) {
-  return api::not_implemented();
+RDMACM_EXPORT int rdma_resolve_addrinfo(rdma_cm_id* id, const char* node, const char* service,
+                                        const rdma_addrinfo* hints) {
+  return api::call([&] { return core::resolve_addrinfo(id, node, service, hints); });
 }
 
-RDMACM_EXPORT int rdma_query_addrinfo(rdma_cm_id*, rdma_addrinfo** info) {
-  if (info) *info = nullptr;
-  return api::not_implemented();
+RDMACM_EXPORT int rdma_query_addrinfo(rdma_cm_id* id, rdma_addrinfo** info) {
+  return api::call([&] { return core::query_addrinfo(id, info); });
 }

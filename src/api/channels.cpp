@@ -24,8 +24,9 @@ RDMACM_EXPORT int rdma_ack_cm_event(rdma_cm_event* event) {
   return api::call([&] { return core::ack_event(event); });
 }
 
-RDMACM_EXPORT int rdma_write_cm_event(rdma_cm_id*, rdma_cm_event_type, int, uint64_t) {
-  return api::not_implemented();
+RDMACM_EXPORT int rdma_write_cm_event(rdma_cm_id* id, rdma_cm_event_type event, int status,
+                                      uint64_t arg) {
+  return api::call([&] { return core::write_event(id, event, status, arg); });
 }
 
 RDMACM_EXPORT const char* rdma_event_str(rdma_cm_event_type event) {

@@ -62,6 +62,14 @@ int create_ep(rdma_cm_id** id, const rdma_addrinfo* res, ibv_pd* pd, ibv_qp_init
 int destroy_ep(rdma_cm_id* id);
 int get_request(rdma_cm_id* listen, rdma_cm_id** id);
 
+// Events written by the application (core/user_events.cpp)
+int write_event(rdma_cm_id* id, rdma_cm_event_type event, int status, uint64_t arg);
+
+// Asynchronous address info (core/addrinfo_async.cpp)
+int resolve_addrinfo(rdma_cm_id* id, const char* node, const char* service,
+                     const rdma_addrinfo* hints);
+int query_addrinfo(rdma_cm_id* id, rdma_addrinfo** info);
+
 // Devices (core/devices.cpp)
 int get_devices(ibv_context*** out, int* count);
 int free_devices(ibv_context** list);

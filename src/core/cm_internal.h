@@ -43,6 +43,20 @@ std::shared_ptr<CmId> adopt_id(const CmId& listener, uint32_t handle);
 // Moves the id to a new channel (nullptr: a private synchronous one).
 int migrate(CmId& id, const std::shared_ptr<EventChannel>& to);
 
+// Queued events (core/user_events.cpp). prepare creates the doorbell (so the
+// failures that can be reported are reported early), ring sets the event and
+// wakes the channel; cancel drops one or all of an id's queued events.
+int prepare_user_event(const std::shared_ptr<CmId>& id, std::shared_ptr<UserEvent>* out);
+int ring_user_event(const std::shared_ptr<UserEvent>& ue, rdma_cm_event_type event,
+                    int status, uint64_t arg);
+void cancel_user_event(const std::shared_ptr<UserEvent>& ue);
+void cancel_user_events(CmId& id);
+// If uid is a doorbell's (*handled), fills ev with its queued event; false
+// when that is not for the application (its id is being destroyed).
+bool translate_user_event(uint64_t uid, Event& ev, bool* handled);
+// Drops what rdma_resolve_addrinfo left on a dying id.
+void forget_resolution(CmId& id);
+
 // Multicast bookkeeping: drop one group / all groups of an id from the
 // tables (the kernel leaves them when the id is destroyed).
 void forget_group(CmId& id, const Multicast& group);

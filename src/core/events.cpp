@@ -114,11 +114,15 @@ bool translate_group(const WireEvent& w, Event& ev) {
   return true;
 }
 
-// Fills the public event from the kernel's. Returns false when the event is
-// not for the application (unknown or dying id, or consumed here); the
-// kernel still counted it, so its id's tally is settled here.
+// Fills the public event from the kernel's (or, for a doorbell, from the
+// event queued behind it). Returns false when the event is not for the
+// application (unknown or dying id, or consumed here); the kernel still
+// counted it, so its id's tally is settled here.
 bool translate(const WireEvent& w, Event& ev) {
   if (is_group_event(w.event)) return translate_group(w, ev);
+  bool doorbell = false;
+  bool queued = translate_user_event(w.uid, ev, &doorbell);
+  if (doorbell) return queued;
   Objects& objs = Objects::get();
   std::shared_ptr<CmId> id = w.uid ? objs.attached.find(Objects::key(w.uid))
                                    : objs.handles.find(Objects::handle_key(w.id));

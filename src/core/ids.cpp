@@ -148,8 +148,10 @@ int destroy_id(rdma_cm_id* pub) {
   }
   objs.detach(*id);
   forget_groups(*id);  // the kernel left them with the id
+  cancel_user_events(*id);
+  forget_resolution(*id);
   // Events already handed to the application must be acknowledged first.
-  id->tally.wait(reported);
+  id->tally.wait(id->reported(reported));
   return 0;
 }
 
@@ -235,7 +237,7 @@ int migrate(CmId& id, const std::shared_ptr<EventChannel>& to) {
   id.sync = !to;
   // Events of the old channel already handed out must be acknowledged
   // before the id's events may flow on the new one.
-  id.tally.wait(reported);
+  id.tally.wait(id.reported(reported));
   return 0;
 }
 

@@ -17,6 +17,7 @@ namespace rdmacm {
 
 struct Device;
 class CmId;
+class UserEvent;
 
 // Counts events the application has acknowledged, so that whoever tears
 // down their source can wait until it has acknowledged as many as the kernel
@@ -84,8 +85,32 @@ class CmId {
 
   EventTally tally;  // all events of this id, groups' included
 
+  // Events queued by the library or the application (core/user_events.cpp),
+  // and what rdma_resolve_addrinfo found (core/addrinfo_async.cpp).
+  std::mutex user_mutex;
+  std::vector<std::shared_ptr<UserEvent>> pending_events;
+  std::atomic<uint32_t> user_reported{0};  // handed out, like the kernel's
+  bool resolving = false;
+  rdma_addrinfo* resolved = nullptr;
+
   uint64_t uid() const { return reinterpret_cast<uintptr_t>(&pub); }
   int fd() const { return channel->pub.fd; }
+  // Events handed to the application so far: the kernel's count plus ours.
+  uint32_t reported(uint32_t by_kernel) const { return by_kernel + user_reported; }
+};
+
+// An event queued on an id's channel from user space. Its doorbell is a
+// kernel id of the library's own on the same channel (see user_events.cpp).
+class UserEvent {
+ public:
+  std::shared_ptr<CmId> id;
+  std::shared_ptr<EventChannel> channel;  // where the doorbell lives
+  uint32_t doorbell = 0;                  // its kernel handle
+  rdma_cm_event_type event = RDMA_CM_EVENT_USER;
+  int status = 0;
+  uint64_t arg = 0;
+
+  uint64_t uid() const { return reinterpret_cast<uintptr_t>(this); }
 };
 
 // An rdma_cm_event handed to the application; owns its private data copy.
@@ -109,6 +134,7 @@ struct Objects {
   Registry<void, CmId> handles;    // by kernel handle, for events without uid
   Registry<void, Multicast> groups;  // by uid
   Registry<rdma_cm_event, Event> events;
+  Registry<void, UserEvent> user_events;  // by doorbell uid
 
   static Objects& get();
 

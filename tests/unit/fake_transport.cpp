@@ -99,12 +99,18 @@ int FakeTransport::bind(int, uint32_t id, const sockaddr* addr, socklen_t len) {
   return 0;
 }
 
-int FakeTransport::resolve_addr(int, uint32_t id, const sockaddr*, socklen_t,
+int FakeTransport::resolve_addr(int fd, uint32_t id, const sockaddr*, socklen_t,
                                 const sockaddr* dst, socklen_t dst_len, uint32_t) {
-  std::lock_guard lock(mutex_);
-  if (int err = injected("resolve_addr")) return err;
-  if (!ids_.count(id)) return -EINVAL;
-  std::memcpy(&addr_.dst, dst, dst_len);
+  uint64_t uid;
+  {
+    std::lock_guard lock(mutex_);
+    if (int err = injected("resolve_addr")) return err;
+    if (!ids_.count(id)) return -EINVAL;
+    std::memcpy(&addr_.dst, dst, dst_len);
+    if (!resolve_reports) return 0;
+    uid = ids_[id];
+  }
+  queue_event(fd, uid, 0 /* RDMA_CM_EVENT_ADDR_RESOLVED */, 0);
   return 0;
 }
 

@@ -34,6 +34,9 @@ class FakeTransport : public Transport {
   size_t live_ids() const;
   // The address query answer for every id.
   WireAddr addr;
+  // When set, resolve_addr queues ADDR_RESOLVED for the id at once (as the
+  // kernel does for the loopback address).
+  bool resolve_reports = false;
   // Runs at the start of destroy_id, as if another thread acted right then.
   std::function<void()> on_destroy;
 

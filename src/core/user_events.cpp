@@ -1,0 +1,121 @@
+// Events queued on an id's channel from user space: the application's
+// (rdma_write_cm_event) and the library's own (rdma_resolve_addrinfo).
+//
+// Kernels before the ucma WRITE_CM_EVENT command (Linux 6.1 among them) have
+// no way to queue an event from user space, and an application may be asleep
+// in poll() on the channel's fd, which only a kernel event wakes. So every
+// queued event gets a doorbell: a kernel id of the library's own on the same
+// channel, told to resolve the loopback address. The kernel queues the
+// doorbell's ADDR_RESOLVED (or ADDR_ERROR) behind every event already
+// waiting, so it marks the queued event's place; next_event() hands out the
+// queued event in its stead and destroys the doorbell.
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "core/cm.h"
+#include "core/cm_internal.h"
+#include "core/objects.h"
+#include "core/transport.h"
+
+namespace rdmacm::core {
+namespace {
+
+void forget(UserEvent& ue) {
+  Objects::get().user_events.take(Objects::key(ue.uid()));
+  uint32_t ignored;
+  // The kernel drops the doorbell's event, if any, with it.
+  transport().destroy_id(ue.channel->pub.fd, ue.doorbell, &ignored);
+}
+
+void unlink(CmId& id, const UserEvent& ue) {
+  std::lock_guard lock(id.user_mutex);
+  std::erase_if(id.pending_events, [&](const auto& p) { return p.get() == &ue; });
+}
+
+}  // namespace
+
+int prepare_user_event(const std::shared_ptr<CmId>& id, std::shared_ptr<UserEvent>* out) {
+  auto ue = std::make_shared<UserEvent>();
+  ue->id = id;
+  ue->channel = id->channel;
+  if (int err = transport().create_id(ue->channel->pub.fd, ue->uid(), RDMA_PS_UDP,
+                                      IBV_QPT_UD, &ue->doorbell))
+    return err;
+  Objects::get().user_events.add(Objects::key(ue->uid()), ue);
+  std::lock_guard lock(id->user_mutex);
+  id->pending_events.push_back(ue);
+  *out = std::move(ue);
+  return 0;
+}
+
+int ring_user_event(const std::shared_ptr<UserEvent>& ue, rdma_cm_event_type event,
+                    int status, uint64_t arg) {
+  CmId& id = *ue->id;
+  std::unique_lock lock(id.user_mutex);
+  // Cancelled meanwhile (its id destroyed): the doorbell's kernel handle is
+  // gone and may already name another id, so leave the kernel alone.
+  if (std::find(id.pending_events.begin(), id.pending_events.end(), ue) ==
+      id.pending_events.end())
+    return -ECANCELED;
+  ue->event = event;
+  ue->status = status;
+  ue->arg = arg;
+  sockaddr_in loopback{};
+  loopback.sin_family = AF_INET;
+  loopback.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int err = transport().resolve_addr(ue->channel->pub.fd, ue->doorbell, nullptr, 0,
+                                     reinterpret_cast<const sockaddr*>(&loopback),
+                                     sizeof(loopback), 2000);
+  if (!err) return 0;
+  lock.unlock();
+  cancel_user_event(ue);
+  return err;
+}
+
+void cancel_user_event(const std::shared_ptr<UserEvent>& ue) {
+  unlink(*ue->id, *ue);
+  forget(*ue);
+}
+
+void cancel_user_events(CmId& id) {
+  std::vector<std::shared_ptr<UserEvent>> pending;
+  {
+    std::lock_guard lock(id.user_mutex);
+    pending.swap(id.pending_events);
+  }
+  for (auto& ue : pending) forget(*ue);
+}
+
+bool translate_user_event(uint64_t uid, Event& ev, bool* handled) {
+  auto ue = Objects::get().user_events.find(Objects::key(uid));
+  *handled = ue != nullptr;
+  if (!ue) return false;
+  unlink(*ue->id, *ue);  // after ring_user_event: its fields are set
+  forget(*ue);
+  CmId& id = *ue->id;
+  ++id.user_reported;
+  if (id.destroying) {
+    id.tally.done();
+    return false;
+  }
+  ev.owner = ue->id;
+  ev.pub.id = &id.pub;
+  ev.pub.event = ue->event;
+  ev.pub.status = ue->status;
+  ev.pub.param.arg = ue->arg;
+  return true;
+}
+
+int write_event(rdma_cm_id* pub, rdma_cm_event_type event, int status, uint64_t arg) {
+  auto id = find_id(pub);
+  // Only RDMA_CM_EVENT_USER is the application's to write (INTERNAL is the
+  // library's); a synchronous id has no channel the application reads.
+  if (!id || event != RDMA_CM_EVENT_USER || id->sync) return -EINVAL;
+  std::shared_ptr<UserEvent> ue;
+  if (int err = prepare_user_event(id, &ue)) return err;
+  return ring_user_event(ue, event, status, arg);
+}
+
+}  // namespace rdmacm::core
