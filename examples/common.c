@@ -101,11 +101,13 @@ const char *event_status_str(const struct rdma_cm_event *ev)
 		return "ok";
 	if (ev->status < 0)
 		return strerror(-ev->status);
-	if (ev->event == RDMA_CM_EVENT_REJECTED) {
-		if (ev->id && (ev->id->ps == RDMA_PS_UDP || ev->id->ps == RDMA_PS_IPOIB))
-			return sidr_status(ev->status);
+	/* A UD id's answer is a SIDR REP: the kernel reports a failed one as
+	 * UNREACHABLE (or REJECTED) with the REP's status. */
+	if (ev->id && (ev->id->ps == RDMA_PS_UDP || ev->id->ps == RDMA_PS_IPOIB) &&
+	    (ev->event == RDMA_CM_EVENT_REJECTED || ev->event == RDMA_CM_EVENT_UNREACHABLE))
+		return sidr_status(ev->status);
+	if (ev->event == RDMA_CM_EVENT_REJECTED)
 		return ib_reject_reason(ev->status);
-	}
 	snprintf(buf, sizeof(buf), "status %d", ev->status);
 	return buf;
 }

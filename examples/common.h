@@ -35,8 +35,9 @@ void errno_msg(const char *call);
 void event_msg(const char *what, const struct rdma_cm_event *ev);
 void debug_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* A human reading of an event's status (a negative errno, or an IB CM reject
- * reason for RDMA_CM_EVENT_REJECTED). */
+/* A human reading of an event's status (a negative errno, an IB CM reject
+ * reason for RDMA_CM_EVENT_REJECTED, or for a UD id's REJECTED or
+ * UNREACHABLE a SIDR REP status). */
 const char *event_status_str(const struct rdma_cm_event *ev);
 
 /* --- time limits ----------------------------------------------------------- */

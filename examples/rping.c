@@ -10,7 +10,9 @@
  * text it read. Every wait for the peer is bounded (peer_timeout_ms()),
  * except a server's wait for a client.
  *
- * Exit status: 0 on success, 22 (EINVAL) for bad options, 255 on failure.
+ * Exit status: 0 on success, 22 (EINVAL) for bad options, errno (19,
+ * ENODEV: no device) when the event channel cannot be opened, 256 + the
+ * EAI_* code for an address getaddrinfo cannot resolve, 255 on failure.
  */
 #include <endian.h>
 #include <errno.h>
