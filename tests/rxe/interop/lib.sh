@@ -128,18 +128,28 @@ cm_listening() {
 tcp_listening() {
 	ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
 }
+# True once a QP is attached to the IPv4 multicast group $1: rxe then puts the
+# group's MAC address (01:00:5e + the group's low 23 bits) on its netdev.
+mcast_attached() {
+	local b mac
+	IFS=. read -r -a b <<< "$1"
+	printf -v mac '01:00:5e:%02x:%02x:%02x' $((b[1] & 127)) "${b[2]}" "${b[3]}"
+	ip maddr show 2>/dev/null | grep -Eq "link +$mac( |\$)"
+}
 
 # The loops below count wall-clock time, not iterations: under TCG a fork of
 # `sleep` alone can take a few tenths of a second.
 
-# wait_ready KIND PORT PID SECONDS: 0 when listening; 1 when the server died
+# wait_ready KIND WHAT PID SECONDS: 0 when ready (KIND cm or tcp: listening
+# on port WHAT; mcast: a QP attached to group WHAT); 1 when the server died
 # first; 2 on timeout.
 wait_ready() {
-	local kind=$1 port=$2 pid=$3 end=$(($(now_us) + $4 * 1000000))
+	local kind=$1 what=$2 pid=$3 end=$(($(now_us) + $4 * 1000000))
 	while :; do
 		case $kind in
-		cm) cm_listening "$port" && return 0 ;;
-		tcp) tcp_listening "$port" && return 0 ;;
+		cm) cm_listening "$what" && return 0 ;;
+		tcp) tcp_listening "$what" && return 0 ;;
+		mcast) mcast_attached "$what" && return 0 ;;
 		esac
 		kill -0 "$pid" 2>/dev/null || return 1
 		(($(now_us) < end)) || return 2

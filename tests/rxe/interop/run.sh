@@ -1,6 +1,7 @@
 #!/bin/bash
 # Interoperability harness: rdma-core's own, unchanged binaries (rdmacm-utils'
-# rping, ucmatose, cmtime; perftest's ib_send_bw -R; qperf -cm1) run through
+# rping, ucmatose, udaddy, mckey, cmtime, rdma_server/rdma_client,
+# rdma_xserver/rdma_xclient; perftest's ib_send_bw -R; qperf -cm1) run through
 # OUR librdmacm, on a real RDMA device (rxe0 in the Soft-RoCE VM).
 #
 #   run.sh [--lib PATH] [--reference] [--modes M1,M2,...] [--only REGEX]
@@ -37,11 +38,12 @@
 # `N passed, M failed` alone on a line. Exit status 0 only if all passed.
 #
 # Each process runs under `timeout -k 2 N`; servers are waited for until the
-# kernel shows their rdma_cm id (or TCP socket, qperf) listening, with a bound,
-# and always stopped. Every process runs with LD_DEBUG=bindings: a case passes
-# only if the server's and the client's rdma_* imports (rdma_listen /
-# rdma_connect among them) were bound to the library the mode says, ours or
-# the system's, and to no other.
+# kernel shows their rdma_cm id (or TCP socket, qperf) listening, or (mckey)
+# their QP attached to the group, with a bound, and always stopped. Every
+# process runs with LD_DEBUG=bindings: a case passes only if the server's and
+# the client's rdma_* imports (rdma_listen / rdma_connect among them; mckey:
+# rdma_join_multicast_ex) were bound to the library the mode says, ours or the
+# system's, and to no other. mckey's verdicts come last (see define_case).
 
 set -u
 HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
@@ -77,16 +79,24 @@ done
 [ "$REFERENCE" = 1 ] && OURS=$SYSLIB
 
 # --- the cases ---------------------------------------------------------------------
-# "tool|arguments shown and given to both sides". Counts are modest: the VM
-# emulates its CPUs (TCG), and all of this has to fit in one boot.
+# "tool|arguments shown and given to both sides" (mckey: see define_case).
+# Counts are modest: the VM emulates its CPUs (TCG), and all of this has to fit
+# in one boot. mckey comes first: its senders' exits are waited for at the end
+# (see define_case), so they overlap the cases that follow.
 CASES=(
+	"mckey|-C 10"
+	"mckey|-C 20 -S 1024 -o"
 	"rping|-v -C 10 -S 64"
 	"rping|-v -V -C 100 -S 4096"
 	"rping|-v -V -C 3 -S 65535"
 	"ucmatose|-c 1 -C 10"
 	"ucmatose|-c 10 -C 100"
 	"ucmatose|-c 4 -C 20 -S 8192"
+	"udaddy|-c 1 -C 10"
+	"udaddy|-c 4 -C 50 -S 1024"
 	"cmtime|-c 200"
+	"rdma_server|"
+	"rdma_xserver|-c r"
 	"ib_send_bw|-R -F -n 100"
 	"ib_send_bw|-R -F -n 200 -s 4096"
 	# One test per qperf client: see README.md (qperf's own race on a second test).
@@ -94,14 +104,19 @@ CASES=(
 	"qperf|-cm1 -t 2 rc_bw"
 )
 
-# define_case TOOL "ARGS" PORT: sets SRV and CLI (argument vectors), READY (cm or
-# tcp), PERSIST (1: the server never exits by itself and is stopped after the
-# client), CT (the client's time limit, s), CHECK (a function run after both).
+# define_case TOOL "ARGS" PORT: sets SRV and CLI (argument vectors), READY (cm,
+# tcp or mcast) and WAIT_FOR (what to wait for: the port, or mcast's group),
+# PERSIST (1: the server never exits by itself and is stopped after the
+# client), DEFER (1: the client's exit may be waited for at the end of the
+# run, once the server has exited), CT (the client's time limit, s), CHECK (a
+# function run after both), SRV_SYM / CLI_SYM (an rdma_* call each side must
+# have bound: the binding evidence).
 define_case() {
-	local tool=$1 port=$3
-	local -a a
+	local tool=$1 port=$3 x
+	local -a a r=() o=()
 	read -r -a a <<< "$2"
-	PERSIST=0 READY=cm CT=45 CHECK=check_none
+	PERSIST=0 DEFER=0 READY=cm WAIT_FOR=$port CT=45 CHECK=check_none
+	SRV_SYM=rdma_listen CLI_SYM=rdma_connect
 	case $tool in
 	rping)
 		SRV=(rping -s -a "$RXE_IP" -p "$port" "${a[@]}")
@@ -112,6 +127,37 @@ define_case() {
 		SRV=(ucmatose -p "$port" "${a[@]}")
 		CLI=(ucmatose -s "$RXE_IP" -p "$port" "${a[@]}")
 		CHECK=check_ucmatose ;;
+	udaddy)
+		# udaddy has no port option (its -p is the port space): always 7174,
+		# fine for cases that run one at a time. Same -c on both sides, as ucmatose.
+		SRV=(udaddy "${a[@]}")
+		CLI=(udaddy -s "$RXE_IP" "${a[@]}")
+		WAIT_FOR=7174 CHECK=check_udaddy ;;
+	mckey)
+		# A receiver ("server") and a sender (-s, "client") of a group of their
+		# own: the case's port in its low 16 bits. -o (join as a send-only full
+		# member) goes to the sender only: such a member's QP is not attached
+		# to the group. The receiver is ready once its QP is attached: rxe then
+		# puts the group's MAC address on the netdev (`ip maddr`).
+		# Destroying a QP that has sent multicast datagrams takes ~50 s in the
+		# kernel (rxe, with rdma-core's library too): once the receiver has
+		# exited, the sender's exit and the case's verdict are deferred to the
+		# end of the run.
+		GROUP=239.77.$((port >> 8 & 255)).$((port & 255))
+		for x in "${a[@]}"; do
+			if [ "$x" = -o ]; then o+=("$x"); else r+=("$x"); fi
+		done
+		SRV=(mckey -m "$GROUP" -b "$RXE_IP" "${r[@]}")
+		CLI=(mckey -m "$GROUP" -b "$RXE_IP" -s "${r[@]}" "${o[@]}")
+		READY=mcast WAIT_FOR=$GROUP DEFER=1 CT=120 CHECK=check_mckey
+		SRV_SYM=rdma_join_multicast_ex CLI_SYM=rdma_join_multicast_ex ;;
+	rdma_server | rdma_xserver)
+		# The synchronous endpoint API samples (rdma_getaddrinfo, rdma_create_ep,
+		# rdma_get_request, rdma_post_*, rdma_get_*_comp). The servers listen on
+		# the wildcard address. rdma_x*: -c r (RC); XRC is not supported by rxe.
+		SRV=("$tool" -p "$port" "${a[@]}")
+		CLI=("${tool/server/client}" -s "$RXE_IP" -p "$port" "${a[@]}")
+		CHECK=check_endpoint ;;
 	cmtime)
 		# The server serves until stopped.
 		SRV=(cmtime -p "$port" "${a[@]}")
@@ -146,6 +192,14 @@ arg_after() { # arg_after FLAG ARGS...: the value following FLAG
 	local f=$1; shift
 	while [ $# -gt 1 ]; do [ "$1" = "$f" ] && { echo "$2"; return; }; shift; done
 }
+# has_line ROLE ERE: ROLE's stdout has a line matching ERE as a whole.
+has_line() {
+	grep -Eqx -- "$2" "$DIR/$1.out" || { echo "$1 did not print '$2'"; return 1; }
+}
+# no_line ROLE ERE: no line of ROLE's stdout or stderr contains a match of ERE.
+no_line() {
+	! grep -Eq -- "$2" "$DIR/$1.out" "$DIR/$1.err" || { echo "$1 printed '$(grep -Eh -m1 -- "$2" "$DIR/$1.out" "$DIR/$1.err" | head -n 1)'"; return 1; }
+}
 check_none() { :; }
 check_rping() {
 	local c n
@@ -163,9 +217,31 @@ check_rping() {
 		{ echo "client's last ping is not rdma-ping-$((c - 1))"; return 1; }
 }
 check_ucmatose() {
-	grep -qx 'return status 0' "$DIR/server.out" || { echo "server did not print 'return status 0'"; return 1; }
-	grep -qx 'return status 0' "$DIR/client.out" || { echo "client did not print 'return status 0'"; return 1; }
-	grep -qx 'data transfers complete' "$DIR/client.out" || { echo "client: no 'data transfers complete'"; return 1; }
+	has_line server 'return status 0' && has_line client 'return status 0' &&
+		has_line client 'data transfers complete'
+}
+check_udaddy() {
+	# The server receives every datagram, then replies; the client receives the replies.
+	check_ucmatose && has_line server 'receiving data transfers' && has_line server 'sending replies' &&
+		has_line server 'data transfers complete'
+}
+check_mckey() {
+	local role g=${GROUP//./\\.}
+	for role in server client; do
+		has_line "$role" "mckey: joined dgid: ::ffff:$g mlid 0x[0-9a-f]+ sl [0-9]+" &&
+			has_line "$role" 'data transfers complete' && has_line "$role" 'return status 0' &&
+			no_line "$role" 'failed|failure|error' || return 1
+	done
+	# The receiver polled its CQ until it had all of the sender's datagrams.
+	has_line server 'receiving data transfers' && has_line client 'initiating data transfers'
+}
+check_endpoint() {
+	# "<name>: start" and "<name>: end 0" on both sides; "device doesn't support
+	# IBV_SEND_INLINE" would mean that rdma_create_ep did not return the QP's
+	# capabilities in the caller's ibv_qp_init_attr (rdma_client reads them).
+	has_line server "${SRV[0]}: start" && has_line server "${SRV[0]}: end 0" &&
+		has_line client "${CLI[0]}: start" && has_line client "${CLI[0]}: end 0" &&
+		no_line server "doesn't support" && no_line client "doesn't support"
 }
 check_cmtime() {
 	local step
@@ -200,118 +276,185 @@ check_qperf() {
 
 # --- one case in one mode ------------------------------------------------------------
 
-PASSED=0 FAILED=0 RUN=0 BOUND=0
-FAILURES=() FAILED_DIRS=()
+PASSED=0 FAILED=0 RUN=0 BOUND=0 SECS=
+FAILURES=() FAILED_DIRS=() DEFERRED=()
+
+# The state of the case being run (globals, so that a deferred case can be
+# finished later): TOOL ARGS MODE SRV_SIDE CLI_SIDE PORT DIR T0 D0 SPID WHY PH,
+# and define_case's.
+
+# case_setup TOOL "ARGS" MODE NUMBER T0 D0: (re)creates a case's state.
+case_setup() {
+	TOOL=$1 ARGS=$2 MODE=$3 RUN=$4 T0=$5 D0=$6
+	case $MODE in
+	preload) SRV_SIDE=preload CLI_SIDE=preload ;;
+	libpath) SRV_SIDE=libpath CLI_SIDE=libpath ;;
+	mixed-srv-ours) SRV_SIDE=preload CLI_SIDE=sys ;;
+	mixed-cli-ours) SRV_SIDE=sys CLI_SIDE=preload ;;
+	*) echo "unknown mode $MODE" >&2; exit 2 ;;
+	esac
+	PORT=$((20000 + RUN))
+	DIR=$(printf '%s/%02d-%s-%s' "$LOGROOT" "$RUN" "$TOOL" "$MODE")
+	define_case "$TOOL" "$ARGS" "$PORT" || exit 2
+}
+
+# client_status STATUS: records a failure of the client in WHY.
+client_status() {
+	local ct
+	ct=$(tmo "$CT")
+	if [ "$1" = 124 ] || [ "$1" = 137 ]; then
+		WHY="${WHY:+$WHY; }client timed out after ${ct}s (status $1)"
+	elif [ "$1" != 0 ]; then
+		WHY="${WHY:+$WHY; }client exit status $1"
+	fi
+}
+
+# server_status: after the client (or, DEFER, in its place), records in WHY
+# how the server ended. A server that serves one client exits soon after it;
+# after a failed client only a short grace (for its error messages) before it
+# is stopped. DEFER: the server ends first, within the client's time limit.
+server_status() {
+	local grace
+	if [ "$PERSIST" = 1 ]; then
+		if wait_exit "$SPID" 0; then
+			WHY="${WHY:+$WHY; }server exited by itself with status $WAIT_RC (it should serve until stopped)"
+		fi
+		return
+	fi
+	if [ "$DEFER" = 1 ]; then grace=$(tmo "$CT"); elif [ -z "$WHY" ]; then grace=$(tmo 15); else grace=2; fi
+	if wait_exit "$SPID" "$grace"; then
+		if [ "$WAIT_RC" != 0 ] && [ -z "$WHY" ]; then
+			if [ "$WAIT_RC" = 124 ] || [ "$WAIT_RC" = 137 ]; then WHY="server timed out"; else WHY="server exit status $WAIT_RC"; fi
+		fi
+		PH+=", server done $(secs_since "$T0")s"
+	else
+		[ -n "$WHY" ] || WHY="server did not exit within ${grace}s after the client (stopped)"
+	fi
+}
 
 # run_case TOOL "ARGS" MODE
 run_case() {
-	local tool=$1 args=$2 mode=$3 srv_side cli_side port t0 spid rc=0 why='' ev='' st wr d0
-	case $mode in
-	preload) srv_side=preload cli_side=preload ;;
-	libpath) srv_side=libpath cli_side=libpath ;;
-	mixed-srv-ours) srv_side=preload cli_side=sys ;;
-	mixed-cli-ours) srv_side=sys cli_side=preload ;;
-	*) echo "unknown mode $mode" >&2; exit 2 ;;
-	esac
-	RUN=$((RUN + 1))
-	PH=''
-	port=$((20000 + RUN))
-	DIR=$(printf '%s/%02d-%s-%s' "$LOGROOT" "$RUN" "$tool" "$mode")
+	local ct ready wr st tc cpid
+	case_setup "$1" "$2" "$3" $((RUN + 1)) "$(now_us)" "$(dmesg 2>/dev/null | wc -l)"
+	WHY='' PH='' SPID=''
 	mkdir -p "$DIR"
-	t0=$(now_us)
-	d0=$(dmesg 2>/dev/null | wc -l)
-
-	define_case "$tool" "$args" "$port" || exit 2
 	echo "${SRV[*]}" > "$DIR/server.cmd"
 	echo "${CLI[*]}" > "$DIR/client.cmd"
-	if ! command -v "$tool" >/dev/null; then
-		why="$tool is not installed (apt-get install rdmacm-utils perftest qperf)"
+	if ! command -v "${SRV[0]}" >/dev/null || ! command -v "${CLI[0]}" >/dev/null; then
+		WHY="$TOOL is not installed (apt-get install rdmacm-utils perftest qperf)"
+		finish_case
+		return
+	fi
+	ct=$(tmo "$CT") ready=$(tmo 20)
+	build_cmd server "$SRV_SIDE" $((ct + ready + 30)) "${SRV[@]}"
+	"${CMD[@]}" > "$DIR/server.out" 2> "$DIR/server.err" < /dev/null &
+	SPID=$!
+	wait_ready "$READY" "$WAIT_FOR" "$SPID" "$ready"
+	wr=$?
+	PH="ready $(secs_since "$T0")s"
+	if [ "$wr" = 1 ]; then
+		wait "$SPID"; st=$?
+		WHY="server exited ($st) before it was ready ($READY $WAIT_FOR)"
+	elif [ "$wr" = 2 ]; then
+		WHY="server not ready ($READY $WAIT_FOR) after ${ready}s"
 	else
-		local ct ready
-		ct=$(tmo "$CT") ready=$(tmo 20)
-		build_cmd server "$srv_side" $((ct + ready + 30)) "${SRV[@]}"
-		"${CMD[@]}" > "$DIR/server.out" 2> "$DIR/server.err" < /dev/null &
-		spid=$!
-		wait_ready "$READY" "$port" "$spid" "$ready"
-		wr=$?
-		PH="listening $(secs_since "$t0")s"
-		if [ "$wr" = 1 ]; then
-			wait "$spid"; st=$?
-			why="server exited ($st) before listening on port $port"
-		elif [ "$wr" = 2 ]; then
-			why="server not listening on port $port after ${ready}s"
-		else
-			build_cmd client "$cli_side" "$ct" "${CLI[@]}"
-			local tc
-			tc=$(now_us)
+		build_cmd client "$CLI_SIDE" "$ct" "${CLI[@]}"
+		tc=$(now_us)
+		if [ "$DEFER" = 0 ]; then
 			"${CMD[@]}" > "$DIR/client.out" 2> "$DIR/client.err" < /dev/null
-			rc=$?
+			client_status $?
 			PH+=", client $(secs_since "$tc")s"
-			if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-				why="client timed out after ${ct}s (status $rc)"
-			elif [ "$rc" != 0 ]; then
-				why="client exit status $rc"
+			server_status
+		else
+			"${CMD[@]}" > "$DIR/client.out" 2> "$DIR/client.err" < /dev/null &
+			cpid=$!
+			server_status
+			if [ -z "$WHY" ] && kill -0 "$cpid" 2>/dev/null; then
+				# Done but for the client's exit: finished by finish_deferred.
+				DEFERRED+=("$cpid|$tc|$(secs_since "$T0")|$TOOL|$MODE|$RUN|$T0|$D0|$PH|$ARGS")
+				return
 			fi
-			if [ "$PERSIST" = 1 ]; then
-				if wait_exit "$spid" 0; then
-					why="${why:+$why; }server exited by itself with status $WAIT_RC (it should serve until stopped)"
-				fi
-			# A server that serves one client exits soon after it; after a failed
-			# client only a short grace (for its error messages) before it is stopped.
-			elif wait_exit "$spid" "$(if [ -z "$why" ]; then tmo 15; else echo 2; fi)"; then
-				if [ "$WAIT_RC" != 0 ] && [ -z "$why" ]; then
-					if [ "$WAIT_RC" = 124 ] || [ "$WAIT_RC" = 137 ]; then why="server timed out"; else why="server exit status $WAIT_RC"; fi
-				fi
+			if wait_exit "$cpid" "$(if [ -z "$WHY" ]; then echo "$ct"; else echo 2; fi)"; then
+				client_status "$WAIT_RC"
 			else
-				[ -n "$why" ] || why="server did not exit within $(tmo 15)s after the client (stopped)"
+				stop_proc "$cpid"
+				WHY="${WHY:+$WHY; }client stopped"
 			fi
+			PH+=", client $(secs_since "$tc")s"
 		fi
-		PH+=", server done $(secs_since "$t0")s"
-		stop_proc "$spid"
-		if [ -z "$why" ]; then
-			local -a ta
-			read -r -a ta <<< "$args"
-			why=$("$CHECK" "${ta[@]}") || { [ -n "$why" ] || why="check $CHECK failed"; }
+	fi
+	finish_case
+}
+
+# The deferred cases, once their clients have exited (within their time limits).
+finish_deferred() {
+	local d cpid tc secs runs=$RUN
+	for d in "${DEFERRED[@]}"; do
+		IFS='|' read -r cpid tc secs TOOL MODE RUN T0 D0 PH ARGS <<< "$d"
+		case_setup "$TOOL" "$ARGS" "$MODE" "$RUN" "$T0" "$D0"
+		WHY='' SPID=''  # the server has been waited for
+		# Its time limit (timeout) ends it anyway: this wait is only a bound.
+		if wait_exit "$cpid" "$(tmo "$CT")"; then
+			client_status "$WAIT_RC"
+		else
+			WHY="client still running (stopped)"
+			stop_proc "$cpid"
+		fi
+		PH+=", client exited by $(secs_since "$tc")s (waited for at the end)"
+		SECS="${secs}s + the client's exit"
+		finish_case
+	done
+	DEFERRED=() RUN=$runs SECS=
+}
+
+# finish_case: stops the server, runs the checks and the binding evidence,
+# prints the verdict and counts it. The time shown: SECS if set, else since T0.
+finish_case() {
+	local ev='' b1='' b2='' bok=1 secs
+	local -a ta
+	[ -z "$SPID" ] || stop_proc "$SPID"
+	if [ -e "$DIR/server.out" ]; then
+		if [ -z "$WHY" ]; then
+			read -r -a ta <<< "$ARGS"
+			WHY=$("$CHECK" "${ta[@]}") || { [ -n "$WHY" ] || WHY="check $CHECK failed"; }
 		fi
 		# The binding evidence is checked for every case, also failing ones
 		# (a wrong binding is the first thing to know about a failure).
-		local b1='' b2='' bok=1
-		b1=$(check_binding server "$srv_side" rdma_listen) || bok=0
+		b1=$(check_binding server "$SRV_SIDE" "$SRV_SYM") || bok=0
 		if [ -e "$DIR/client.out" ]; then
-			b2=$(check_binding client "$cli_side" rdma_connect) || bok=0
+			b2=$(check_binding client "$CLI_SIDE" "$CLI_SYM") || bok=0
 		fi
 		ev="$b1${b2:+; $b2}"
 		if [ "$bok" = 1 ]; then
 			BOUND=$((BOUND + 1 + (${#b2} > 0)))
 		else
 			ev="WRONG BINDING: $ev"
-			[ -n "$why" ] || why="wrong library: $b1${b2:+; $b2}"
+			[ -n "$WHY" ] || WHY="wrong library: $b1${b2:+; $b2}"
 		fi
 	fi
 
-	local secs
-	secs=$(secs_since "$t0")
-	if [ -z "$why" ]; then
+	secs=${SECS:-$(secs_since "$T0")s}
+	if [ -z "$WHY" ]; then
 		PASSED=$((PASSED + 1))
-		echo "PASS $tool $mode $args (${secs}s)"
+		echo "PASS $TOOL $MODE${ARGS:+ $ARGS} ($secs)"
 		[ "$VERBOSE" = 1 ] && echo "    bound: $ev" && echo "    times: $PH"
 	else
 		FAILED=$((FAILED + 1))
-		FAILURES+=("$tool $mode $args: $why")
+		FAILURES+=("$TOOL $MODE${ARGS:+ $ARGS}: $WHY")
 		FAILED_DIRS+=("$DIR")
-		echo "FAIL $tool $mode $args (${secs}s)"
-		echo "    reason: $why"
+		echo "FAIL $TOOL $MODE${ARGS:+ $ARGS} ($secs)"
+		echo "    reason: $WHY"
 		[ -n "$ev" ] && echo "    bound: $ev"
 		echo "    times: ${PH:-}"
-		echo "    server: [$srv_side] $(cat "$DIR/server.cmd")"
-		echo "    client: [$cli_side] $(cat "$DIR/client.cmd")"
+		echo "    server: [$SRV_SIDE] $(cat "$DIR/server.cmd")"
+		echo "    client: [$CLI_SIDE] $(cat "$DIR/client.cmd")"
 		tail_file "$DIR/server.out" 12 "server stdout"
 		tail_file "$DIR/server.err" 12 "server stderr"
 		tail_file "$DIR/client.out" 12 "client stdout"
 		tail_file "$DIR/client.err" 12 "client stderr"
 		tail_file "$DIR/server.strace" 25 "server strace"
 		tail_file "$DIR/client.strace" 25 "client strace"
-		dmesg 2>/dev/null | tail -n +$((d0 + 1)) | grep -v "speed is unknown" | tail -n 8 > "$DIR/dmesg"
+		dmesg 2>/dev/null | tail -n +$((D0 + 1)) | grep -v "speed is unknown" | tail -n 8 > "$DIR/dmesg"
 		[ -s "$DIR/dmesg" ] && tail_file "$DIR/dmesg" 8 "new kernel messages"
 	fi
 }
@@ -324,7 +467,10 @@ for c in "${CASES[@]}"; do
 	if [ -z "$ONLY" ] || grep -Eq -- "$ONLY" <<< "${c%%|*} ${c#*|}"; then selected+=("$c"); fi
 done
 if [ "$LIST" = 1 ]; then
-	for c in "${selected[@]}"; do for m in "${mode_list[@]}"; do echo "${c%%|*} $m ${c#*|}"; done; done
+	for c in "${selected[@]}"; do
+		args=${c#*|}
+		for m in "${mode_list[@]}"; do echo "${c%%|*} $m${args:+ $args}"; done
+	done
 	exit 0
 fi
 
@@ -347,7 +493,7 @@ else
 fi
 
 cleanup() {
-	# Any server still around (interrupted run): stop it.
+	# Any server or deferred client still around (interrupted run): stop it.
 	local p
 	for p in $(jobs -p); do stop_proc "$p"; done
 }
@@ -361,17 +507,20 @@ echo "interop: rdmacm-utils $(ver rdmacm-utils), perftest $(ver perftest), qperf
 echo "interop: ${#selected[@]} cases x ${#mode_list[@]} modes (${MODES}); logs in $LOGROOT"
 T_ALL=$(now_us)
 for c in "${selected[@]}"; do
+	args=${c#*|}
 	for m in "${mode_list[@]}"; do
 		if [ "$DEADLINE" != 0 ] && (($(now_us) - T_ALL > DEADLINE * 1000000)); then
+			n="${c%%|*} $m${args:+ $args}"
 			FAILED=$((FAILED + 1))
-			FAILURES+=("${c%%|*} $m ${c#*|}: not run, deadline of ${DEADLINE}s reached")
-			echo "FAIL ${c%%|*} $m ${c#*|} (0.0s)"
+			FAILURES+=("$n: not run, deadline of ${DEADLINE}s reached")
+			echo "FAIL $n (0.0s)"
 			echo "    reason: not run: the harness's deadline (${DEADLINE}s) was reached"
 			continue
 		fi
-		run_case "${c%%|*}" "${c#*|}" "$m"
+		run_case "${c%%|*}" "$args" "$m"
 	done
 done
+finish_deferred
 echo "interop: $BOUND processes verified bound to the expected librdmacm; $(secs_since "$T_ALL")s in all"
 if [ "$FAILED" != 0 ]; then
 	echo "interop: failed:"
