@@ -106,8 +106,11 @@ bool translate_group(const WireEvent& w, Event& ev) {
     group->mlid = w.ud.ah_attr.dlid;
     if (id->pub.qp && group->join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER) {
       if (int err = ibv_attach_mcast(id->pub.qp, &group->mgid, group->mlid)) {
+        // rdma-core reports -1 here with the reason in errno (measured on
+        // rxe: a group's 57th QP gives status -1, errno ENOMEM), not -errno.
         ev.pub.event = RDMA_CM_EVENT_MULTICAST_ERROR;
-        ev.pub.status = err > 0 ? -err : err;
+        ev.pub.status = -1;
+        errno = err > 0 ? err : -err;
       }
     }
   }
