@@ -1,7 +1,8 @@
 // The synchronous endpoint API (rdma_getaddrinfo, rdma_create_ep,
 // rdma_get_request) with real traffic through every rdma_verbs.h wrapper:
-// scatter/gather sends and receives, RDMA write and read, and blocking
-// completions through the channels the library created.
+// scatter/gather sends and receives, RDMA write and read, blocking
+// completions through the channels the library created, and endpoints
+// whose QPs receive through a shared receive queue.
 #include <gtest/gtest.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
@@ -162,6 +163,148 @@ TEST(Endpoint, SynchronousClientServerWithEveryWrapper) {
   EXPECT_EQ(server_failure, "");
   for (ibv_mr* mr : {w_mr, mr1, mr2, rb_mr, t_mr, d_mr}) rdma_dereg_mr(mr);
   rdma_destroy_ep(id);
+}
+
+// Endpoints with shared receive queues: each side makes its endpoint without
+// QP attributes (the passive one through rdma_get_request), then
+// rdma_create_srq and rdma_create_qp, so the QP takes its receives from the
+// id's SRQ and rdma_post_recv posts there. rdma_destroy_ep destroys the SRQ
+// with the QP, as rdma-core's does: the server's own PD can be freed after.
+constexpr const char* kSrqPort = "20887";
+
+ibv_qp_init_attr srq_qp_attr() {
+  ibv_qp_init_attr attr{};
+  attr.qp_type = IBV_QPT_RC;
+  attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;  // receive CQ size; the SRQ holds the WRs
+  attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+  attr.sq_sig_all = 1;
+  return attr;
+}
+
+ibv_srq_init_attr srq_attr() {
+  ibv_srq_init_attr attr{};
+  attr.attr.max_wr = 4;
+  attr.attr.max_sge = 1;
+  return attr;
+}
+
+rdma_addrinfo* lookup_at(const char* port, bool passive) {
+  rdma_addrinfo hints{};
+  hints.ai_port_space = RDMA_PS_TCP;
+  if (passive) hints.ai_flags = RAI_PASSIVE;
+  rdma_addrinfo* res = nullptr;
+  int ret = rdma_getaddrinfo(device_ip().c_str(), port, &hints, &res);
+  EXPECT_EQ(ret, 0) << (ret == -1 ? strerror(errno) : gai_strerror(ret));
+  return res;
+}
+
+void serve_with_srq(std::string* failure) {
+  auto fail = [&](const std::string& what) { *failure = what + ": " + strerror(errno); };
+  rdma_addrinfo* res = lookup_at(kSrqPort, true);
+  if (!res) return fail("rdma_getaddrinfo");
+  rdma_cm_id* listener = nullptr;
+  int ret = rdma_create_ep(&listener, res, nullptr, nullptr);
+  rdma_freeaddrinfo(res);
+  if (ret) return fail("rdma_create_ep");
+  if (rdma_listen(listener, 1)) return fail("rdma_listen");
+  rdma_cm_id* id = nullptr;
+  if (rdma_get_request(listener, &id)) return fail("rdma_get_request");
+  if (id->qp) return fail("a QP without QP attributes");
+
+  ibv_pd* pd = ibv_alloc_pd(id->verbs);
+  if (!pd) return fail("ibv_alloc_pd");
+  ibv_srq_init_attr sa = srq_attr();
+  if (rdma_create_srq(id, pd, &sa)) return fail("rdma_create_srq");
+  if (!id->srq || id->srq->pd != pd) return fail("no SRQ on the id's PD");
+  ibv_qp_init_attr qa = srq_qp_attr();
+  if (rdma_create_qp(id, pd, &qa)) return fail("rdma_create_qp");
+  if (id->qp->srq != id->srq) return fail("the QP does not use the id's SRQ");
+  if (id->pd != pd) return fail("the id's PD is not the QP's");
+
+  // Two receives in the SRQ; two messages arrive through the QP.
+  char in[2][16] = {};
+  ibv_mr* in_mr = rdma_reg_msgs(id, in, sizeof(in));
+  if (!in_mr) return fail("rdma_reg_msgs");
+  for (auto& buf : in)
+    if (rdma_post_recv(id, buf, buf, sizeof(buf), in_mr)) return fail("rdma_post_recv");
+  if (rdma_accept(id, nullptr)) return fail("rdma_accept");
+  ibv_wc wc;
+  for (int i = 0; i < 2; ++i) {
+    if (rdma_get_recv_comp(id, &wc) != 1 || wc.status != IBV_WC_SUCCESS) return fail("receive");
+    if (wc.qp_num != id->qp->qp_num) *failure = "a completion for another QP";
+    if (wc.wr_id != reinterpret_cast<uintptr_t>(in[i])) *failure = "receives out of order";
+  }
+  if (std::string(in[0]) != "first" || std::string(in[1]) != "second")
+    *failure = "received '" + std::string(in[0]) + "', '" + std::string(in[1]) + "'";
+
+  char reply[] = "both, via SRQ";
+  ibv_mr* reply_mr = rdma_reg_msgs(id, reply, sizeof(reply));
+  if (rdma_post_send(id, nullptr, reply, sizeof(reply), reply_mr, 0)) return fail("rdma_post_send");
+  if (rdma_get_send_comp(id, &wc) != 1 || wc.status != IBV_WC_SUCCESS) return fail("send");
+  if (rdma_post_recv(id, nullptr, in[0], sizeof(in[0]), in_mr) || rdma_get_recv_comp(id, &wc) != 1)
+    return fail("the client's last word");
+
+  rdma_disconnect(id);
+  rdma_dereg_mr(in_mr);
+  rdma_dereg_mr(reply_mr);
+  if (ibv_dealloc_pd(pd) != EBUSY) *failure = "the PD was free while its SRQ and QP lived";
+  rdma_destroy_ep(id);
+  if (int err = ibv_dealloc_pd(pd))
+    *failure = std::string("rdma_destroy_ep left the SRQ (or QP) on the PD: ") + strerror(err);
+  rdma_destroy_ep(listener);
+}
+
+TEST(Endpoint, SharedReceiveQueues) {
+  std::string server_failure;
+  std::thread server(serve_with_srq, &server_failure);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let it listen
+
+  rdma_addrinfo* res = lookup_at(kSrqPort, false);
+  ASSERT_NE(res, nullptr);
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_ep(&id, res, nullptr, nullptr), 0) << strerror(errno);
+  rdma_freeaddrinfo(res);
+  EXPECT_EQ(id->qp, nullptr);
+  ibv_srq_init_attr sa = srq_attr();
+  ASSERT_EQ(rdma_create_srq(id, nullptr, &sa), 0) << strerror(errno);
+  ASSERT_NE(id->srq, nullptr);
+  EXPECT_EQ(id->srq->pd, id->pd) << "the id's PD when none is given";
+  if (!reference()) {  // rdma-core makes a second SRQ and loses the first
+    errno = 0;
+    EXPECT_EQ(rdma_create_srq(id, nullptr, &sa), -1) << "one SRQ per id";
+    EXPECT_EQ(errno, EINVAL);
+  }
+  ibv_qp_init_attr qa = srq_qp_attr();
+  ASSERT_EQ(rdma_create_qp(id, nullptr, &qa), 0) << strerror(errno);
+  EXPECT_EQ(id->qp->srq, id->srq);
+
+  char reply[32] = {};
+  ibv_mr* reply_mr = rdma_reg_msgs(id, reply, sizeof(reply));
+  ASSERT_EQ(rdma_post_recv(id, nullptr, reply, sizeof(reply), reply_mr), 0) << "into the SRQ";
+  ASSERT_EQ(rdma_connect(id, nullptr), 0) << strerror(errno);
+  char out[2][16] = {"first", "second"};
+  ibv_mr* out_mr = rdma_reg_msgs(id, out, sizeof(out));
+  ibv_wc wc;
+  for (auto& msg : out) {
+    ASSERT_EQ(rdma_post_send(id, nullptr, msg, sizeof(msg), out_mr, 0), 0);
+    ASSERT_EQ(rdma_get_send_comp(id, &wc), 1);
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  }
+  ASSERT_EQ(rdma_get_recv_comp(id, &wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc.qp_num, id->qp->qp_num);
+  EXPECT_EQ(wc.byte_len, sizeof("both, via SRQ"));
+  EXPECT_STREQ(reply, "both, via SRQ");
+  std::strcpy(out[0], "ok");
+  ASSERT_EQ(rdma_post_send(id, nullptr, out[0], 3, out_mr, 0), 0);
+  ASSERT_EQ(rdma_get_send_comp(id, &wc), 1);
+
+  EXPECT_EQ(rdma_disconnect(id), 0) << strerror(errno);
+  server.join();
+  EXPECT_EQ(server_failure, "");
+  rdma_dereg_mr(reply_mr);
+  rdma_dereg_mr(out_mr);
+  rdma_destroy_ep(id);  // QP, SRQ and id
 }
 
 TEST(Endpoint, MisuseFailsCleanly) {
