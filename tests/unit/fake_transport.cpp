@@ -201,9 +201,10 @@ int FakeTransport::migrate_id(int, uint32_t id, int, uint32_t* events_reported) 
   return simple("migrate_id", id);
 }
 
-int FakeTransport::join_mcast(int, uint32_t id, uint64_t, const sockaddr*, socklen_t,
+int FakeTransport::join_mcast(int, uint32_t id, uint64_t uid, const sockaddr*, socklen_t,
                               uint16_t, uint32_t* mc_handle) {
   *mc_handle = 1000 + id;
+  last_join_uid = uid;
   return simple("join_mcast", id);
 }
 

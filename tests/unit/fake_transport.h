@@ -74,6 +74,9 @@ class FakeTransport : public Transport {
 
   // The last connection parameters handed to connect or accept.
   WireConnParam last_conn;
+  // The uid the library gave the last join: the kernel reports the group's
+  // events (MULTICAST_JOIN, MULTICAST_ERROR) against it.
+  uint64_t last_join_uid = 0;
 
  private:
   int injected(const std::string& command);
