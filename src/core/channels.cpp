@@ -4,6 +4,7 @@
 
 #include "core/cm.h"
 #include "core/cm_internal.h"
+#include "core/device_table.h"
 #include "core/objects.h"
 #include "core/transport.h"
 
@@ -12,6 +13,7 @@ namespace rdmacm::core {
 int create_channel(rdma_event_channel** out) {
   int fd = transport().open_channel();
   if (fd < 0) return fd;
+  DeviceTable::instance().prime();
   auto channel = std::make_shared<EventChannel>(fd);
   *out = &channel->pub;
   Objects::get().channels.add(*out, std::move(channel));

@@ -60,6 +60,11 @@ std::vector<ibv_context*> DeviceTable::open_all(int* err) {
   return out;
 }
 
+void DeviceTable::prime() {
+  std::lock_guard lock(mutex_);
+  if (devices_.empty()) refresh_locked();
+}
+
 Device* DeviceTable::by_guid(uint64_t guid_be) {
   std::lock_guard lock(mutex_);
   for (int attempt = 0; attempt < 2; ++attempt) {

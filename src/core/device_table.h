@@ -33,6 +33,11 @@ class DeviceTable {
   // when there is none or none could be opened).
   std::vector<ibv_context*> open_all(int* err);
 
+  // Lists the devices once, if not done yet: the first event channel does it,
+  // as rdma-core's does, so that the first address resolution event does not
+  // pay for loading the verbs providers while later events wait behind it.
+  void prime();
+
   // The device with this node GUID (network byte order, as the kernel reports
   // it), opened with its default PD; nullptr if unknown or unusable.
   Device* by_guid(uint64_t guid_be);

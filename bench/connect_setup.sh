@@ -1,0 +1,72 @@
+#!/bin/bash
+# Connection setup step by step, rdma-core's library and ours side by side in
+# the same run: rdma-core's own cmtime (server and client on this host's RDMA
+# device, both sides on the same library), rounds alternating between the two
+# libraries, each step's median over the rounds in microseconds per
+# connection, and the client's peak resident memory. Numbers only, never a
+# verdict: these machines are shared and noisy.
+#
+#   bench/connect_setup.sh [--lib PATH] [--conns N] [--rounds R]
+#
+# Run it where there is an RDMA device, e.g. in the Soft-RoCE VM:
+#   tests/vm/rxe-vm auto -- bench/connect_setup.sh --lib build/src/librdmacm.so.1
+set -euo pipefail
+LIB=$(dirname "$0")/../build/src/librdmacm.so.1
+SYSLIB=/usr/lib/x86_64-linux-gnu/librdmacm.so.1
+CONNS=100 ROUNDS=3
+while [ $# -gt 0 ]; do
+	case $1 in
+	--lib) LIB=$2; shift ;;
+	--conns) CONNS=$2; shift ;;
+	--rounds) ROUNDS=$2; shift ;;
+	*) sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	esac
+	shift
+done
+LIB=$(readlink -f "$LIB")
+IP=${RXE_IP:?RXE_IP: the RDMA device address (set in the Soft-RoCE VM)}
+command -v cmtime >/dev/null || { echo "cmtime (rdmacm-utils) is missing" >&2; exit 1; }
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+# round NAME PRELOAD N PORT: one cmtime pair; the client's table in $out/NAME.N
+round() {
+	local name=$1 preload=$2 n=$3 port=$4 srv
+	LD_PRELOAD=$preload timeout 120 cmtime -b "$IP" -p "$port" -c "$CONNS" >"$out/srv" 2>&1 &
+	srv=$!
+	sleep 1
+	LD_PRELOAD=$preload timeout 120 /usr/bin/time -f 'maxrss_kb %M' \
+		cmtime -s "$IP" -p "$port" -c "$CONNS" >"$out/$name.$n" 2>&1 ||
+		{ echo "cmtime failed ($name, round $n):" >&2; cat "$out/$name.$n" "$out/srv" >&2; exit 1; }
+	kill "$srv" 2>/dev/null || true  # cmtime's server serves until stopped
+	wait "$srv" 2>/dev/null || true
+}
+
+port=7600
+for ((n = 1; n <= ROUNDS; n++)); do
+	round rdma-core "$SYSLIB" "$n" $((port++))
+	round ours "$LIB" "$n" $((port++))
+done
+
+# "step:value" lines per library (value: us / conn, last column of cmtime's
+# table; maxrss in kB), then the median over the rounds.
+medians() {
+	cat "$out/$1".* | awk -F: '
+		/^maxrss_kb/ { split($0, f, " "); print "peak RSS (kB):" f[2]; next }
+		NF == 2 && $2 ~ /[0-9]/ { gsub(/ +$/, "", $1); n = split($2, f, " "); print $1 ":" f[n] }' |
+		sort -t: -k1,1 -k2,2n | awk -F: '
+		{ v[$1] = v[$1] " " $2; c[$1]++; order[$1] = order[$1] ? order[$1] : ++k; name[k] = $1 }
+		END { for (i = 1; i <= k; i++) { s = name[i]; split(substr(v[s], 2), a, " ");
+		      print s ":" a[int((c[s] + 1) / 2)] } }'
+}
+medians rdma-core >"$out/ref.med"
+medians ours >"$out/ours.med"
+
+echo "Connection setup, $CONNS connections x $ROUNDS rounds per library, median of rounds"
+echo "(rdma-core's cmtime on both sides; us per connection; lower is better)"
+printf '%-16s %12s %12s %8s\n' step rdma-core ours ours/ref
+sort "$out/ref.med" >"$out/ref.sorted"
+sort "$out/ours.med" >"$out/ours.sorted"
+join -t: "$out/ref.sorted" "$out/ours.sorted" |
+	awk -F: '{ r = ($2 > 0) ? sprintf("%.2f", $3 / $2) : "-"; printf "%-16s %12s %12s %8s\n", $1, $2, $3, r }'
+echo "library: $LIB (reference $SYSLIB)"
