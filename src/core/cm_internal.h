@@ -51,6 +51,9 @@ int ring_user_event(const std::shared_ptr<UserEvent>& ue, rdma_cm_event_type eve
                     int status, uint64_t arg);
 void cancel_user_event(const std::shared_ptr<UserEvent>& ue);
 void cancel_user_events(CmId& id);
+// After rdma_migrate_id: queued events follow the id to its new channel, as
+// the kernel moves the id's own.
+void move_user_events(CmId& id);
 // If uid is a doorbell's (*handled), fills ev with its queued event; false
 // when that is not for the application (its id is being destroyed).
 bool translate_user_event(uint64_t uid, Event& ev, bool* handled);

@@ -235,6 +235,10 @@ int migrate(CmId& id, const std::shared_ptr<EventChannel>& to) {
   id.channel = target;
   id.pub.channel = &target->pub;
   id.sync = !to;
+  if (id.sync)
+    cancel_user_events(id);  // nobody reads a synchronous id's channel
+  else
+    move_user_events(id);
   // Events of the old channel already handed out must be acknowledged
   // before the id's events may flow on the new one.
   id.tally.wait(id.reported(reported));

@@ -106,6 +106,7 @@ class UserEvent {
   std::shared_ptr<CmId> id;
   std::shared_ptr<EventChannel> channel;  // where the doorbell lives
   uint32_t doorbell = 0;                  // its kernel handle
+  bool rung = false;                      // the doorbell was told to ring
   rdma_cm_event_type event = RDMA_CM_EVENT_USER;
   int status = 0;
   uint64_t arg = 0;

@@ -29,6 +29,31 @@ void forget(UserEvent& ue) {
   transport().destroy_id(ue.channel->pub.fd, ue.doorbell, &ignored);
 }
 
+// Wakes the channel: the doorbell resolves the loopback address.
+int knock(int fd, uint32_t doorbell) {
+  sockaddr_in loopback{};
+  loopback.sin_family = AF_INET;
+  loopback.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return transport().resolve_addr(fd, doorbell, nullptr, 0,
+                                  reinterpret_cast<const sockaddr*>(&loopback),
+                                  sizeof(loopback), 2000);
+}
+
+// Gives a queued event a doorbell on the id's (new) channel, rung if the old
+// one was; on failure it stays where it was. Caller holds the id's user_mutex.
+void move(CmId& id, UserEvent& ue) {
+  uint32_t fresh = 0, ignored;
+  if (transport().create_id(id.fd(), ue.uid(), RDMA_PS_UDP, IBV_QPT_UD, &fresh)) return;
+  if (ue.rung && knock(id.fd(), fresh)) {
+    transport().destroy_id(id.fd(), fresh, &ignored);
+    return;
+  }
+  // The kernel drops the old doorbell's event with it.
+  transport().destroy_id(ue.channel->pub.fd, ue.doorbell, &ignored);
+  ue.channel = id.channel;
+  ue.doorbell = fresh;
+}
+
 void unlink(CmId& id, const UserEvent& ue) {
   std::lock_guard lock(id.user_mutex);
   std::erase_if(id.pending_events, [&](const auto& p) { return p.get() == &ue; });
@@ -62,12 +87,8 @@ int ring_user_event(const std::shared_ptr<UserEvent>& ue, rdma_cm_event_type eve
   ue->event = event;
   ue->status = status;
   ue->arg = arg;
-  sockaddr_in loopback{};
-  loopback.sin_family = AF_INET;
-  loopback.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int err = transport().resolve_addr(ue->channel->pub.fd, ue->doorbell, nullptr, 0,
-                                     reinterpret_cast<const sockaddr*>(&loopback),
-                                     sizeof(loopback), 2000);
+  int err = knock(ue->channel->pub.fd, ue->doorbell);
+  ue->rung = !err;
   if (!err) return 0;
   lock.unlock();
   cancel_user_event(ue);
@@ -86,6 +107,11 @@ void cancel_user_events(CmId& id) {
     pending.swap(id.pending_events);
   }
   for (auto& ue : pending) forget(*ue);
+}
+
+void move_user_events(CmId& id) {
+  std::lock_guard lock(id.user_mutex);
+  for (auto& ue : id.pending_events) move(id, *ue);
 }
 
 bool translate_user_event(uint64_t uid, Event& ev, bool* handled) {

@@ -110,6 +110,23 @@ TEST_F(UserEvents, DestroyDropsQueuedEvents) {
   EXPECT_EQ(wait_event(ch_, 300), nullptr);
 }
 
+TEST_F(UserEvents, QueuedEventsFollowAMigratedId) {
+  rdma_event_channel* other = rdma_create_event_channel();
+  ASSERT_NE(other, nullptr);
+  ASSERT_EQ(rdma_write_cm_event(id_, RDMA_CM_EVENT_USER, 0, 5), 0);
+  ASSERT_EQ(rdma_resolve_addrinfo(id_, "127.0.0.1", "7471", nullptr), 0) << strerror(errno);
+  ASSERT_EQ(rdma_migrate_id(id_, other), 0) << strerror(errno);
+  rdma_cm_event* ev = nullptr;
+  ASSERT_TRUE(next_event_is(other, RDMA_CM_EVENT_USER, &ev)) << "the written event moved";
+  EXPECT_EQ(ev->param.arg, 5u);
+  rdma_ack_cm_event(ev);
+  EXPECT_TRUE(expect_event(other, RDMA_CM_EVENT_ADDRINFO_RESOLVED)) << "so did the resolution";
+  EXPECT_EQ(wait_event(ch_, 300), nullptr) << "nothing is left on the old channel";
+  EXPECT_EQ(rdma_destroy_id(id_), 0);
+  id_ = nullptr;
+  rdma_destroy_event_channel(other);
+}
+
 TEST_F(UserEvents, Misuse) {
   errno = 0;
   EXPECT_EQ(rdma_write_cm_event(nullptr, RDMA_CM_EVENT_USER, 0, 0), -1);
