@@ -14,12 +14,12 @@
 #include <string>
 #include <thread>
 
+#include "cm_helpers.h"
 #include "rxe_env.h"
 
 namespace rdmacm::rxe {
 namespace {
 
-sockaddr* sa(sockaddr_in& sin) { return reinterpret_cast<sockaddr*>(&sin); }
 
 class Rxe : public ::testing::Test {
  protected:
@@ -97,7 +97,7 @@ TEST_F(Rxe, CreateAndDestroyIdInEveryPortSpace) {
 TEST_F(Rxe, BindToDeviceAddressFillsIdAsRdmaCoreDoes) {
   ASSERT_EQ(rdma_create_id(channel, &id, nullptr, RDMA_PS_TCP), 0);
   sockaddr_in addr = device_addr(0);
-  ASSERT_EQ(rdma_bind_addr(id, sa(addr)), 0) << strerror(errno);
+  ASSERT_EQ(rdma_bind_addr(id, sa(&addr)), 0) << strerror(errno);
 
   EXPECT_NE(rdma_get_src_port(id), 0) << "kernel should pick a port";
   EXPECT_EQ(rdma_get_dst_port(id), 0);
@@ -124,18 +124,18 @@ TEST_F(Rxe, BindToDeviceAddressFillsIdAsRdmaCoreDoes) {
 TEST_F(Rxe, BindToChosenPortAndDetectConflicts) {
   ASSERT_EQ(rdma_create_id(channel, &id, nullptr, RDMA_PS_TCP), 0);
   sockaddr_in addr = device_addr(18515);
-  ASSERT_EQ(rdma_bind_addr(id, sa(addr)), 0) << strerror(errno);
+  ASSERT_EQ(rdma_bind_addr(id, sa(&addr)), 0) << strerror(errno);
   EXPECT_EQ(rdma_get_src_port(id), htons(18515));
 
   rdma_cm_id* second = nullptr;
   ASSERT_EQ(rdma_create_id(channel, &second, nullptr, RDMA_PS_TCP), 0);
   errno = 0;
-  EXPECT_EQ(rdma_bind_addr(second, sa(addr)), -1);
+  EXPECT_EQ(rdma_bind_addr(second, sa(&addr)), -1);
   EXPECT_EQ(errno, EADDRINUSE);
   // The same port in another port space is free.
   rdma_cm_id* udp = nullptr;
   ASSERT_EQ(rdma_create_id(channel, &udp, nullptr, RDMA_PS_UDP), 0);
-  EXPECT_EQ(rdma_bind_addr(udp, sa(addr)), 0) << strerror(errno);
+  EXPECT_EQ(rdma_bind_addr(udp, sa(&addr)), 0) << strerror(errno);
   EXPECT_EQ(rdma_destroy_id(udp), 0);
   EXPECT_EQ(rdma_destroy_id(second), 0);
 }
@@ -144,7 +144,7 @@ TEST_F(Rxe, WildcardBindHasNoDevice) {
   ASSERT_EQ(rdma_create_id(channel, &id, nullptr, RDMA_PS_TCP), 0);
   sockaddr_in any{};
   any.sin_family = AF_INET;
-  ASSERT_EQ(rdma_bind_addr(id, sa(any)), 0) << strerror(errno);
+  ASSERT_EQ(rdma_bind_addr(id, sa(&any)), 0) << strerror(errno);
   EXPECT_EQ(id->verbs, nullptr);
   EXPECT_NE(rdma_get_src_port(id), 0);
 }
@@ -155,7 +155,7 @@ TEST_F(Rxe, BindToForeignAddressFails) {
   foreign.sin_family = AF_INET;
   inet_pton(AF_INET, "192.0.2.1", &foreign.sin_addr);  // TEST-NET-1, not ours
   errno = 0;
-  EXPECT_EQ(rdma_bind_addr(id, sa(foreign)), -1);
+  EXPECT_EQ(rdma_bind_addr(id, sa(&foreign)), -1);
   EXPECT_EQ(errno, EADDRNOTAVAIL);
 }
 
@@ -170,7 +170,7 @@ TEST_F(Rxe, GetDevicesReturnsTheContextIdsUse) {
 
   ASSERT_EQ(rdma_create_id(channel, &id, nullptr, RDMA_PS_TCP), 0);
   sockaddr_in addr = device_addr(0);
-  ASSERT_EQ(rdma_bind_addr(id, sa(addr)), 0);
+  ASSERT_EQ(rdma_bind_addr(id, sa(&addr)), 0);
   EXPECT_EQ(id->verbs, list[0]) << "one context per device, shared";
   ibv_context* ctx = list[0];
   rdma_free_devices(list);
@@ -186,7 +186,7 @@ TEST_F(Rxe, GetDevicesReturnsTheContextIdsUse) {
 TEST_F(Rxe, ResolveAddrMakesChannelReadable) {
   ASSERT_EQ(rdma_create_id(channel, &id, this, RDMA_PS_TCP), 0);
   sockaddr_in dst = device_addr(7471);
-  ASSERT_EQ(rdma_resolve_addr(id, nullptr, sa(dst), 2000), 0) << strerror(errno);
+  ASSERT_EQ(rdma_resolve_addr(id, nullptr, sa(&dst), 2000), 0) << strerror(errno);
   rdma_cm_event* ev = next_event();
   ASSERT_NE(ev, nullptr);
   EXPECT_EQ(ev->event, RDMA_CM_EVENT_ADDR_RESOLVED) << rdma_event_str(ev->event);
@@ -205,7 +205,7 @@ TEST_F(Rxe, SyncIdResolvesWithoutChannel) {
   ASSERT_EQ(rdma_create_id(nullptr, &sync, nullptr, RDMA_PS_TCP), 0);
   ASSERT_NE(sync->channel, nullptr) << "sync ids get a private channel";
   sockaddr_in dst = device_addr(7471);
-  ASSERT_EQ(rdma_resolve_addr(sync, nullptr, sa(dst), 2000), 0) << strerror(errno);
+  ASSERT_EQ(rdma_resolve_addr(sync, nullptr, sa(&dst), 2000), 0) << strerror(errno);
   ASSERT_NE(sync->event, nullptr);
   EXPECT_EQ(sync->event->event, RDMA_CM_EVENT_ADDR_RESOLVED);
   EXPECT_NE(sync->verbs, nullptr);
@@ -215,7 +215,7 @@ TEST_F(Rxe, SyncIdResolvesWithoutChannel) {
 TEST_F(Rxe, DestroyBlocksUntilEventsAreAcked) {
   ASSERT_EQ(rdma_create_id(channel, &id, nullptr, RDMA_PS_TCP), 0);
   sockaddr_in dst = device_addr(7471);
-  ASSERT_EQ(rdma_resolve_addr(id, nullptr, sa(dst), 2000), 0);
+  ASSERT_EQ(rdma_resolve_addr(id, nullptr, sa(&dst), 2000), 0);
   rdma_cm_event* ev = next_event();
   ASSERT_NE(ev, nullptr);
   std::atomic<bool> done{false};

@@ -3,11 +3,25 @@
 #include <poll.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "rxe_env.h"
 
 namespace rdmacm::rxe {
+
+using namespace std::chrono_literals;
+
+bool poll_one(ibv_cq* cq, ibv_wc* wc) {
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int n = ibv_poll_cq(cq, 1, wc);
+    if (n) return n == 1;
+    std::this_thread::sleep_for(1ms);
+  }
+  return false;
+}
 
 rdma_cm_event* wait_event(rdma_event_channel* ch, int timeout_ms) {
   pollfd p{ch->fd, POLLIN, 0};

@@ -9,6 +9,12 @@
 
 namespace rdmacm::rxe {
 
+// Any sockaddr_* as the sockaddr the API takes.
+inline sockaddr* sa(void* p) { return static_cast<sockaddr*>(p); }
+
+// Polls the CQ until one completion arrives (true if it is one) or 5 s pass.
+bool poll_one(ibv_cq* cq, ibv_wc* wc);
+
 // Waits up to timeout_ms for the channel's next event; nullptr on timeout.
 rdma_cm_event* wait_event(rdma_event_channel* ch, int timeout_ms = 5000);
 

@@ -19,17 +19,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Polls the CQ until one completion arrives or 5 s pass.
-bool poll_one(ibv_cq* cq, ibv_wc* wc) {
-  auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    int n = ibv_poll_cq(cq, 1, wc);
-    if (n) return n == 1;
-    std::this_thread::sleep_for(1ms);
-  }
-  return false;
-}
-
 class Connect : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(pair.setup()); }

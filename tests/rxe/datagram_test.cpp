@@ -24,18 +24,6 @@ using namespace std::chrono_literals;
 
 constexpr size_t kGrh = 40;  // UD receives start with the global route header
 
-sockaddr* sa(void* p) { return static_cast<sockaddr*>(p); }
-
-bool poll_one(ibv_cq* cq, ibv_wc* wc) {
-  auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    int n = ibv_poll_cq(cq, 1, wc);
-    if (n) return n == 1;
-    std::this_thread::sleep_for(1ms);
-  }
-  return false;
-}
-
 ibv_qp_init_attr ud_qp_attr() {
   ibv_qp_init_attr attr{};
   attr.qp_type = IBV_QPT_UD;

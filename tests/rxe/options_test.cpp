@@ -18,7 +18,6 @@
 namespace rdmacm::rxe {
 namespace {
 
-sockaddr* sa(void* p) { return static_cast<sockaddr*>(p); }
 
 class Options : public ::testing::Test {
  protected:

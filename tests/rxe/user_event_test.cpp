@@ -66,7 +66,7 @@ TEST_F(UserEvents, WriteWakesPollAndCarriesStatusAndArg) {
 
 TEST_F(UserEvents, OrderedWithKernelEvents) {
   sockaddr_in dst = device_addr(7);
-  ASSERT_EQ(rdma_resolve_addr(id_, nullptr, reinterpret_cast<sockaddr*>(&dst), 2000), 0)
+  ASSERT_EQ(rdma_resolve_addr(id_, nullptr, sa(&dst), 2000), 0)
       << strerror(errno);
   // Events queue in the order they happen: once the kernel's event waits on
   // the channel, ours come after it, in the order written.
