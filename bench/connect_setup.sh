@@ -55,9 +55,10 @@ medians() {
 		/^maxrss_kb/ { split($0, f, " "); print "peak RSS (kB):" f[2]; next }
 		NF == 2 && $2 ~ /[0-9]/ { gsub(/ +$/, "", $1); n = split($2, f, " "); print $1 ":" f[n] }' |
 		sort -t: -k1,1 -k2,2n | awk -F: '
-		{ v[$1] = v[$1] " " $2; c[$1]++; order[$1] = order[$1] ? order[$1] : ++k; name[k] = $1 }
-		END { for (i = 1; i <= k; i++) { s = name[i]; split(substr(v[s], 2), a, " ");
-		      print s ":" a[int((c[s] + 1) / 2)] } }'
+		function flush() { if (n) print step ":" v[int((n + 1) / 2)] }
+		$1 != step { flush(); step = $1; n = 0 }
+		{ v[++n] = $2 }
+		END { flush() }'
 }
 medians rdma-core >"$out/ref.med"
 medians ours >"$out/ours.med"
