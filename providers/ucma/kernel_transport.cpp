@@ -43,7 +43,11 @@ int check_abi() {
   return result;
 }
 
-// Sends one command: header followed by the command body.
+// Sends one command: header followed by the command body. Only GET_EVENT
+// sleeps interruptibly; its EINTR goes back to the application (as with
+// rdma-core, so a signal handler installed without SA_RESTART can stop a
+// blocked rdma_get_cm_event). Any other command interrupted before the kernel
+// acted is sent again.
 template <typename Cmd>
 int execute(int fd, uint32_t command, const Cmd& body, size_t out_len = 0) {
   struct {
@@ -59,7 +63,7 @@ int execute(int fd, uint32_t command, const Cmd& body, size_t out_len = 0) {
   ssize_t n;
   do {
     n = ::write(fd, &msg, sizeof(msg));
-  } while (n < 0 && errno == EINTR);
+  } while (n < 0 && errno == EINTR && command != RDMA_USER_CM_CMD_GET_EVENT);
   if (n < 0) return -errno;
   if (static_cast<size_t>(n) != sizeof(msg)) return -ENODATA;
   return 0;

@@ -89,7 +89,12 @@ bool translate_group(const WireEvent& w, Event& ev) {
   auto group = Objects::get().groups.find(Objects::key(w.uid));
   if (!group) return false;
   std::shared_ptr<CmId> id = group->id;
-  if (id->destroying) {
+  bool leaving;
+  {
+    std::lock_guard lock(id->mc_mutex);
+    leaving = group->leaving;
+  }
+  if (id->destroying || leaving) {
     id->tally.done();
     group->tally.done();
     return false;
@@ -133,6 +138,11 @@ bool translate(const WireEvent& w, Event& ev) {
   // Before accept() the kernel knows a new id by handle only; of its events
   // only ESTABLISHED matters then (rdma-core's rule for uid 0).
   if (id->destroying || (!w.uid && w.event != RDMA_CM_EVENT_ESTABLISHED)) {
+    if (w.event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+      // The kernel made a new id for the request; nobody will accept it.
+      uint32_t ignored;
+      transport().destroy_id(id->fd(), w.id, &ignored);
+    }
     id->tally.done();
     return false;
   }

@@ -146,12 +146,15 @@ int destroy_id(rdma_cm_id* pub) {
     objs.ids.add(pub, id);
     return err;
   }
-  objs.detach(*id);
-  forget_groups(*id);  // the kernel left them with the id
   cancel_user_events(*id);
   forget_resolution(*id);
-  // Events already handed to the application must be acknowledged first.
+  // Events the kernel reported must be acknowledged by the application, or
+  // dropped by a reader that took one from the kernel just before the
+  // destroy: that reader must still find the id (and its groups) to count
+  // it, so the tables let go of them only afterwards.
   id->tally.wait(id->reported(reported));
+  objs.detach(*id);
+  forget_groups(*id);  // the kernel left them with the id
   return 0;
 }
 

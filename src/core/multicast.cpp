@@ -71,13 +71,22 @@ int leave_multicast(rdma_cm_id* pub, const sockaddr* addr) {
       if (g->addr_len == len && !std::memcmp(&g->addr, addr, len)) group = g;
   }
   if (!group) return -EADDRNOTAVAIL;  // never joined (or already left)
-  forget_group(*id, *group);
+  {
+    std::lock_guard lock(id->mc_mutex);
+    if (group->leaving) return -EADDRNOTAVAIL;  // another thread leaves it
+    group->leaving = true;
+    std::erase(id->groups, group);
+  }
   if (id->pub.qp && group->join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
     ibv_detach_mcast(id->pub.qp, &group->mgid, group->mlid);
   uint32_t reported = 0;
-  if (int err = transport().leave_mcast(id->fd(), group->handle, &reported)) return err;
-  group->tally.wait(reported);
-  return 0;
+  int err = transport().leave_mcast(id->fd(), group->handle, &reported);
+  // A reader may hold one of the group's events taken from the kernel just
+  // before the leave: it must still find the group to count it, so the table
+  // lets go of the group only once every reported event is counted.
+  if (!err) group->tally.wait(reported);
+  Objects::get().groups.take(Objects::key(group->uid()));
+  return err;
 }
 
 void forget_groups(CmId& id) {

@@ -31,8 +31,8 @@ void Objects::publish(const std::shared_ptr<CmId>& id) {
 }
 
 void Objects::detach(const CmId& id) {
-  attached.take(key(id.uid()));
-  handles.take(handle_key(id.handle));
+  attached.take_if(key(id.uid()), &id);
+  handles.take_if(handle_key(id.handle), &id);
 }
 
 }  // namespace rdmacm

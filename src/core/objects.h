@@ -45,6 +45,7 @@ class Multicast {
   ibv_gid mgid{};
   uint16_t mlid = 0;
   EventTally tally;  // events of this group
+  bool leaving = false;  // rdma_leave_multicast under way (id's mc_mutex)
 
   uint64_t uid() const { return reinterpret_cast<uintptr_t>(this); }
 };
@@ -144,7 +145,10 @@ struct Objects {
   static const void* handle_key(uint32_t h) { return key((1ull << 32) | h); }
   // Makes a new id reachable by the application and by kernel events.
   void publish(const std::shared_ptr<CmId>& id);
-  // Removes it from the event tables (after the kernel has let go of it).
+  // Removes it from the event tables: only once every event the kernel
+  // reported for it has been acknowledged or dropped, since a reader may hold
+  // one it took from the kernel just before the destroy and must still find
+  // its id to count it.
   void detach(const CmId& id);
 };
 

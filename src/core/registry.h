@@ -39,6 +39,14 @@ class Registry {
     return owner;
   }
 
+  // Removes the entry only if it is still this owner's (a key such as a
+  // kernel handle may have been reused by a newer owner meanwhile).
+  void take_if(const Public* key, const Owner* expected) {
+    std::lock_guard lock(mutex_);
+    auto it = live_.find(key);
+    if (it != live_.end() && it->second.get() == expected) live_.erase(it);
+  }
+
   size_t size() const {
     std::lock_guard lock(mutex_);
     return live_.size();

@@ -6,11 +6,14 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <fstream>
+#include <iostream>
 #include <string>
 #include <thread>
 
@@ -229,6 +232,77 @@ TEST_F(Rxe, DestroyBlocksUntilEventsAreAcked) {
   EXPECT_EQ(rdma_ack_cm_event(ev), 0);
   t.join();
   EXPECT_TRUE(done);
+}
+
+// A blocking rdma_get_cm_event interrupted by a signal whose handler was
+// installed without SA_RESTART returns -1/EINTR, as rdma-core's does:
+// applications rely on it to stop on SIGINT/SIGTERM.
+TEST_F(Rxe, SignalInterruptsABlockedGetEvent) {
+  struct sigaction sa_new {}, sa_old {};
+  sa_new.sa_handler = [](int) {};
+  sigemptyset(&sa_new.sa_mask);
+  sa_new.sa_flags = 0;  // no SA_RESTART
+  ASSERT_EQ(sigaction(SIGUSR1, &sa_new, &sa_old), 0);
+  std::atomic<int> result{1}, err{0};
+  std::thread reader([&] {
+    rdma_cm_event* ev = nullptr;
+    int r = rdma_get_cm_event(channel, &ev);
+    err = errno;
+    if (r == 0) rdma_ack_cm_event(ev);
+    result = r;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // asleep in the kernel
+  pthread_kill(reader.native_handle(), SIGUSR1);
+  for (int i = 0; i < 300 && result == 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  bool returned = result != 1;
+  if (!returned) {  // release the reader with a real event, then fail
+    ASSERT_EQ(rdma_create_id(channel, &id, nullptr, RDMA_PS_TCP), 0);
+    sockaddr_in dst = device_addr(7471);
+    rdma_resolve_addr(id, nullptr, sa(&dst), 2000);
+  }
+  reader.join();
+  sigaction(SIGUSR1, &sa_old, nullptr);
+  EXPECT_TRUE(returned) << "rdma_get_cm_event did not return after the signal";
+  EXPECT_EQ(result, -1);
+  EXPECT_EQ(err, EINTR);
+}
+
+// Destroying ids while another thread reads their channel: the reader may
+// have taken an id's event from the kernel (which then counts it) just before
+// the destroy. rdma-core completes every such destroy; so must we. A hang is
+// a failure (the watchdog).
+TEST_F(Rxe, DestroyRacingAReaderOnTheSameChannel) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> events{0};
+  ASSERT_EQ(fcntl(channel->fd, F_SETFL, fcntl(channel->fd, F_GETFL) | O_NONBLOCK), 0);
+  std::thread reader([&] {
+    while (!stop) {
+      pollfd p{channel->fd, POLLIN, 0};
+      if (poll(&p, 1, 50) != 1) continue;
+      rdma_cm_event* ev = nullptr;
+      if (rdma_get_cm_event(channel, &ev) == 0) {
+        ++events;
+        rdma_ack_cm_event(ev);
+      }
+    }
+  });
+  sockaddr_in dst = device_addr(7471);
+  constexpr int kTries = 300;
+  int resolved = 0;
+  for (int i = 0; i < kTries; ++i) {
+    rdma_cm_id* racer = nullptr;
+    ASSERT_EQ(rdma_create_id(channel, &racer, nullptr, RDMA_PS_TCP), 0);
+    if (rdma_resolve_addr(racer, nullptr, sa(&dst), 2000) == 0) ++resolved;
+    // Vary the moment of the destroy around the event's arrival.
+    if (i % 3) std::this_thread::sleep_for(std::chrono::microseconds(50 * (i % 20)));
+    ASSERT_EQ(rdma_destroy_id(racer), 0);
+  }
+  stop = true;
+  reader.join();
+  EXPECT_EQ(resolved, kTries);
+  std::cout << "[ INFO     ] " << kTries << " destroys raced the reader, which got "
+            << events << " events\n";
 }
 
 TEST(EventStr, EveryEventHasItsName) {

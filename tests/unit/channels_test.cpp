@@ -2,6 +2,8 @@
 #include <fcntl.h>
 #include <poll.h>
 
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "fixture.h"
@@ -90,6 +92,52 @@ TEST_F(CmTest, EventForDyingIdDoesNotBlockDestroy) {
     EXPECT_FAILS_WITH(rdma_get_cm_event(channel, &ev), EAGAIN);
   };
   EXPECT_EQ(rdma_destroy_id(doomed), 0);  // would block forever if miscounted
+}
+
+// The race rdma-core's users report (its PR 1182): a reader has taken an
+// event for an id from the kernel (which counts it as reported) when another
+// thread destroys that id. The destroy waits for that event; the reader must
+// still find the id to count it, or the destroy waits for ever.
+TEST_F(CmTest, DestroyRacingAReaderCountsTheEventTheReaderHolds) {
+  rdma_cm_id* doomed = nullptr;
+  ASSERT_EQ(rdma_create_id(channel, &doomed, nullptr, RDMA_PS_TCP), 0);
+  fake.queue_event(channel->fd, uid(doomed), RDMA_CM_EVENT_ADDR_ERROR, -1);
+  ASSERT_EQ(fcntl(channel->fd, F_SETFL, fcntl(channel->fd, F_GETFL) | O_NONBLOCK), 0);
+  std::atomic<bool> destroyed{false};
+  std::thread destroyer;
+  fake.on_get_event = [&] {
+    destroyer = std::thread([&] {
+      EXPECT_EQ(rdma_destroy_id(doomed), 0);
+      destroyed = true;
+    });
+    // Long enough for the destroy to have told the kernel and be waiting.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  };
+  rdma_cm_event* ev = nullptr;
+  // The event's id is being destroyed: nobody may see it, and it is counted.
+  EXPECT_FAILS_WITH(rdma_get_cm_event(channel, &ev), EAGAIN);
+  destroyer.join();  // the watchdog fails a hang
+  EXPECT_TRUE(destroyed);
+  EXPECT_EQ(fake.live_ids(), 0u);
+}
+
+// A connection request that reaches a listener being destroyed: the kernel
+// made a new id for it, which nobody will ever accept; it must not be left
+// behind in the kernel.
+TEST_F(CmTest, RequestForADyingListenerIsRefused) {
+  rdma_cm_id* listener = nullptr;
+  ASSERT_EQ(rdma_create_id(channel, &listener, nullptr, RDMA_PS_TCP), 0);
+  fake.queue_request(channel->fd, uid(listener));
+  ASSERT_EQ(fcntl(channel->fd, F_SETFL, fcntl(channel->fd, F_GETFL) | O_NONBLOCK), 0);
+  std::thread destroyer;
+  fake.on_get_event = [&] {
+    destroyer = std::thread([&] { EXPECT_EQ(rdma_destroy_id(listener), 0); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  };
+  rdma_cm_event* ev = nullptr;
+  EXPECT_FAILS_WITH(rdma_get_cm_event(channel, &ev), EAGAIN);
+  destroyer.join();
+  EXPECT_EQ(fake.live_ids(), 0u) << "the request's kernel id was left behind";
 }
 
 TEST_F(CmTest, ConnectRequestIsCountedAgainstTheListener) {

@@ -145,6 +145,11 @@ int FakeTransport::get_event(int fd, WireEvent* out) {
   uint64_t count;
   if (q.empty()) (void)!::read(fd, &count, sizeof(count));
   ++delivered_[out->uid];
+  if (on_get_event) {
+    auto hook = std::exchange(on_get_event, nullptr);
+    lock.unlock();
+    hook();
+  }
   return 0;
 }
 
@@ -205,13 +210,21 @@ int FakeTransport::join_mcast(int, uint32_t id, uint64_t uid, const sockaddr*, s
                               uint16_t, uint32_t* mc_handle) {
   *mc_handle = 1000 + id;
   last_join_uid = uid;
-  return simple("join_mcast", id);
+  if (int err = simple("join_mcast", id)) return err;
+  std::lock_guard lock(mutex_);
+  groups_[*mc_handle] = uid;
+  return 0;
 }
 
-int FakeTransport::leave_mcast(int, uint32_t, uint32_t* events_reported) {
-  *events_reported = 0;
+int FakeTransport::leave_mcast(int, uint32_t mc_handle, uint32_t* events_reported) {
   std::lock_guard lock(mutex_);
-  return injected("leave_mcast");
+  if (int err = injected("leave_mcast")) return err;
+  auto it = groups_.find(mc_handle);
+  if (it == groups_.end()) return -ENOENT;
+  *events_reported = delivered_[it->second];
+  delivered_.erase(it->second);
+  groups_.erase(it);
+  return 0;
 }
 
 }  // namespace rdmacm::testing

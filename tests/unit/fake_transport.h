@@ -39,6 +39,10 @@ class FakeTransport : public Transport {
   bool resolve_reports = false;
   // Runs at the start of destroy_id, as if another thread acted right then.
   std::function<void()> on_destroy;
+  // Runs once get_event has taken an event from its queue (the kernel has
+  // counted it as reported), before the library sees it: as if another
+  // thread acted between the two.
+  std::function<void()> on_get_event;
 
   int open_channel() override;
   int create_id(int fd, uint64_t uid, uint16_t ps, uint8_t qp_type,
@@ -89,6 +93,7 @@ class FakeTransport : public Transport {
   std::map<int, std::deque<WireEvent>> queues_;  // by channel fd
   std::map<uint32_t, uint64_t> ids_;             // kernel id -> uid
   std::map<uint64_t, uint32_t> delivered_;       // uid -> events delivered
+  std::map<uint32_t, uint64_t> groups_;          // joined: mc handle -> uid
   uint32_t next_id_ = 1;
   WireAddr addr_;  // what bind/resolve recorded
 };

@@ -2,6 +2,9 @@
 // fault injection, bookkeeping (no group left behind by a failed join) and
 // the kernel's group events.
 #include <arpa/inet.h>
+#include <chrono>
+#include <thread>
+#include <fcntl.h>
 
 #include "fixture.h"
 
@@ -27,6 +30,29 @@ TEST_F(CmTest, FailedJoinLeavesNoGroupBehind) {
   EXPECT_FAILS_WITH(rdma_leave_multicast(id, reinterpret_cast<sockaddr*>(&g)), EADDRNOTAVAIL);
   // Joined groups go with the id.
   ASSERT_EQ(rdma_join_multicast(id, reinterpret_cast<sockaddr*>(&g), nullptr), 0);
+  EXPECT_EQ(rdma_destroy_id(id), 0);
+}
+
+// As for destroy: a reader holding a group event taken from the kernel just
+// before rdma_leave_multicast must still find the group to count the event,
+// or the leave waits for ever.
+TEST_F(CmTest, LeaveRacingAReaderCountsTheGroupEventTheReaderHolds) {
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(channel, &id, nullptr, RDMA_PS_UDP), 0);
+  sockaddr_in g = group("239.0.0.12");
+  ASSERT_EQ(rdma_join_multicast(id, reinterpret_cast<sockaddr*>(&g), nullptr), 0);
+  fake.queue_event(channel->fd, fake.last_join_uid, RDMA_CM_EVENT_MULTICAST_JOIN, 0);
+  ASSERT_EQ(fcntl(channel->fd, F_SETFL, fcntl(channel->fd, F_GETFL) | O_NONBLOCK), 0);
+  std::thread leaver;
+  fake.on_get_event = [&] {
+    leaver = std::thread(
+        [&] { EXPECT_EQ(rdma_leave_multicast(id, reinterpret_cast<sockaddr*>(&g)), 0); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  };
+  rdma_cm_event* ev = nullptr;
+  EXPECT_FAILS_WITH(rdma_get_cm_event(channel, &ev), EAGAIN);
+  leaver.join();  // the watchdog fails a hang
+  EXPECT_FAILS_WITH(rdma_leave_multicast(id, reinterpret_cast<sockaddr*>(&g)), EADDRNOTAVAIL);
   EXPECT_EQ(rdma_destroy_id(id), 0);
 }
 
