@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/cm.h"
+#include "core/cm_internal.h"
 #include "core/registry.h"
 
 namespace rdmacm::core {
@@ -140,6 +141,10 @@ int getaddrinfo(const char* node, const char* service, const rdma_addrinfo* hint
   auto* rai = static_cast<rdma_addrinfo*>(std::calloc(1, sizeof(rdma_addrinfo)));
   if (!rai) return -ENOMEM;
 
+  if (!hint_addrs_valid(h)) {
+    release(rai);
+    return -EINVAL;
+  }
   int err = 0;
   if (node || service) {
     addrinfo ai_hints = to_hints(h);
@@ -173,6 +178,16 @@ int getaddrinfo(const char* node, const char* service, const rdma_addrinfo* hint
   live().add(rai);
   *res = rai;
   return 0;
+}
+
+bool hint_addrs_valid(const rdma_addrinfo& hints) {
+  // rdma-core copies ai_*_len bytes from ai_*_addr whatever they are, and
+  // crashes on a length without an address or one past any sockaddr.
+  auto valid = [](const sockaddr* addr, socklen_t len) {
+    return !len || (addr && len <= sizeof(sockaddr_storage));
+  };
+  return valid(hints.ai_src_addr, hints.ai_src_len) &&
+         valid(hints.ai_dst_addr, hints.ai_dst_len);
 }
 
 int freeaddrinfo(rdma_addrinfo* res) {

@@ -81,7 +81,7 @@ void store(CmId& id, rdma_addrinfo* res) {
 int resolve_addrinfo(rdma_cm_id* pub, const char* node, const char* service,
                      const rdma_addrinfo* hints) {
   auto id = find_id(pub);
-  if (!id || (!node && !service)) return -EINVAL;
+  if (!id || (!node && !service) || (hints && !hint_addrs_valid(*hints))) return -EINVAL;
   int flags = hints ? hints->ai_flags : 0;
   if ((flags & RAI_SA) && (flags & RAI_DNS)) return -EINVAL;
   if (flags & RAI_SA) return -EOPNOTSUPP;

@@ -60,6 +60,10 @@ bool translate_user_event(uint64_t uid, Event& ev, bool* handled);
 // Drops what rdma_resolve_addrinfo left on a dying id.
 void forget_resolution(CmId& id);
 
+// rdma_getaddrinfo hints: every address length has an address, and no
+// length exceeds a sockaddr_storage.
+bool hint_addrs_valid(const rdma_addrinfo& hints);
+
 // Multicast bookkeeping: drop one group / all groups of an id from the
 // tables (the kernel leaves them when the id is destroyed).
 void forget_group(CmId& id, const Multicast& group);

@@ -87,6 +87,13 @@ int create_qp_ex(rdma_cm_id* pub, ibv_qp_init_attr_ex* attr) {
       (p.send_cq && attr->send_cq && p.send_cq != attr->send_cq))
     return -EINVAL;
   if (p.qp_type == IBV_QPT_XRC_RECV) return -EOPNOTSUPP;
+  // Every QP needs a send CQ, and all but XRC send QPs a receive CQ: the
+  // library makes one only for a nonzero max_*_wr. rdma-core hands verbs a
+  // NULL CQ here and crashes.
+  bool send_cq = attr->send_cq || p.send_cq || attr->cap.max_send_wr;
+  bool recv_cq = attr->recv_cq || p.recv_cq || attr->cap.max_recv_wr ||
+                 attr->qp_type == IBV_QPT_XRC_SEND;
+  if (!send_cq || !recv_cq) return -EINVAL;
 
   if (int err = create_cqs(p, attr->send_cq || p.send_cq ? 0 : attr->cap.max_send_wr,
                            attr->recv_cq || p.recv_cq ? 0 : attr->cap.max_recv_wr))

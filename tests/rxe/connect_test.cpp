@@ -468,6 +468,32 @@ TEST_F(Connect, MisuseRdmaCoreCrashesOn) {
   EXPECT_EQ(rdma_destroy_id(fresh), 0);
 }
 
+// A QP asked for with every capability zero and no CQs: rdma-core creates
+// no CQ for a zero depth and hands verbs a NULL one (a crash). Ours refuses
+// it, and still creates the QP once CQs exist.
+TEST_F(Connect, QpWithoutCapabilitiesOrCqsIsRefused) {
+  if (reference()) GTEST_SKIP() << "rdma-core crashes in ibv_create_qp here";
+  ibv_qp_init_attr attr{};
+  attr.qp_type = IBV_QPT_RC;
+  errno = 0;
+  EXPECT_EQ(rdma_create_qp(pair.client, nullptr, &attr), -1);
+  EXPECT_EQ(errno, EINVAL);
+  attr.cap.max_send_wr = 4;  // a send CQ, but still none to receive on
+  errno = 0;
+  EXPECT_EQ(rdma_create_qp(pair.client, nullptr, &attr), -1);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(pair.client->qp, nullptr);
+  EXPECT_EQ(pair.client->send_cq, nullptr) << "a refused QP leaves no CQ behind";
+  ibv_cq* cq = ibv_create_cq(pair.client->verbs, 8, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  attr = ibv_qp_init_attr{};
+  attr.qp_type = IBV_QPT_RC;
+  attr.send_cq = attr.recv_cq = cq;
+  EXPECT_EQ(rdma_create_qp(pair.client, nullptr, &attr), 0) << strerror(errno);
+  rdma_destroy_qp(pair.client);
+  ibv_destroy_cq(cq);
+}
+
 TEST_F(Connect, AcceptOnListenerIsRefusedByTheKernel) {
   rdma_conn_param ap{};
   ap.qp_num = 1;

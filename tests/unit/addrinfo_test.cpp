@@ -84,6 +84,34 @@ TEST(AddrInfo, Misuse) {
   rdma_freeaddrinfo(nullptr);
 }
 
+// rdma-core copies ai_src_len/ai_dst_len bytes from the hints' addresses
+// whatever they are: a length without an address, or one past any sockaddr,
+// crashes it. Ours refuses both, with or without a node to resolve.
+TEST(AddrInfo, HintAddressLengthsAreChecked) {
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  for (const char* node : {static_cast<const char*>(nullptr), "127.0.0.1"}) {
+    for (bool src : {true, false}) {
+      for (socklen_t len : {socklen_t{sizeof(sockaddr_in)}, socklen_t{sizeof(sockaddr_storage) + 1},
+                            socklen_t{0x7fffffff}}) {
+        for (bool with_addr : {false, true}) {
+          if (with_addr && len == sizeof(sockaddr_in)) continue;  // valid
+          rdma_addrinfo hints{};
+          (src ? hints.ai_src_len : hints.ai_dst_len) = len;
+          (src ? hints.ai_src_addr : hints.ai_dst_addr) =
+              with_addr ? reinterpret_cast<sockaddr*>(&sin) : nullptr;
+          rdma_addrinfo* res = nullptr;
+          errno = 0;
+          EXPECT_EQ(rdma_getaddrinfo(node, nullptr, &hints, &res), -1)
+              << (node ? node : "no node") << (src ? " src " : " dst ") << len;
+          EXPECT_EQ(errno, EINVAL);
+          EXPECT_EQ(res, nullptr);
+        }
+      }
+    }
+  }
+}
+
 TEST(AddrInfo, HintsOnlyCopiesAddresses) {
   sockaddr_in dst{};
   dst.sin_family = AF_INET;
