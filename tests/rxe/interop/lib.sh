@@ -21,6 +21,28 @@ tmo() {
 	echo $((t < 1 ? 1 : t))
 }
 
+# Known races of rdma-core's own tools at their exit, forgiven by name (never
+# by retrying) and counted, so that they stay visible: each case is still
+# judged on what it tests (the pings verified, the peer's behaviour).
+#   rping (rdma-core 44): its CM thread calls rdma_get_cm_event on the channel
+#   main() has just destroyed, and exits 255 after every ping was done; fixed
+#   upstream by "rping: terminate CM event thread before exiting".
+# peer_exit_race TOOL RC ERRFILE: 0 (and RACE := a description) if RC is such
+# an exit.
+FORGIVEN=0
+peer_exit_race() {
+	local l last=''
+	[ "$1" = rping ] && [ "$2" = 255 ] && [ -e "$3" ] || return 1
+	while IFS= read -r l; do last=$l; done < "$3"
+	case $last in
+	'rdma_get_cm_event: Bad file descriptor' | 'rdma_get_cm_event: Invalid argument') ;;
+	*) return 1 ;;
+	esac
+	RACE="rdma-core's rping exited 255 ('$last') after its pings: its CM thread races rdma_destroy_event_channel at exit (fixed upstream)"
+	FORGIVEN=$((FORGIVEN + 1))
+	echo "    FORGIVEN (known peer race): $RACE"
+}
+
 # Prints the last $2 lines of file $1 (long lines cut), indented, under a title.
 tail_file() {
 	local f=$1 n=$2 title=$3
