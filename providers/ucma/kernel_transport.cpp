@@ -271,8 +271,9 @@ class KernelTransport final : public Transport {
                 sizeof(num_paths));
     size_t n = std::min<size_t>(num_paths, kMaxPaths);
     out->resize(n);
-    std::memcpy(out->data(), resp + sizeof(rdma_ucm_query_path_resp),
-                n * sizeof(ibv_path_data));
+    if (n)  // an empty vector's data() may be NULL
+      std::memcpy(out->data(), resp + sizeof(rdma_ucm_query_path_resp),
+                  n * sizeof(ibv_path_data));
     return 0;
   }
 

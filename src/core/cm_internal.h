@@ -68,5 +68,8 @@ bool hint_addrs_valid(const rdma_addrinfo& hints);
 // tables (the kernel leaves them when the id is destroyed).
 void forget_group(CmId& id, const Multicast& group);
 void forget_groups(CmId& id);
+// Detaches the id's QP from the groups it joined (before the QP goes: the
+// kernel refuses to destroy a QP still attached to a group, EBUSY).
+void detach_groups(CmId& id);
 
 }  // namespace rdmacm::core

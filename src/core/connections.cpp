@@ -56,7 +56,7 @@ WireConnParam to_wire(const CmId& id, const rdma_conn_param* src, uint32_t qp_nu
   w.valid = 1;
   // Connection data from an rdma_addrinfo (ai_connect) goes first.
   size_t prefix = std::min(id.connect_data.size(), sizeof(w.private_data));
-  std::memcpy(w.private_data, id.connect_data.data(), prefix);
+  if (prefix) std::memcpy(w.private_data, id.connect_data.data(), prefix);  // data() may be NULL
   w.private_data_len = static_cast<uint8_t>(prefix);
   if (!src) {
     w.retry_count = 7;

@@ -89,6 +89,14 @@ int leave_multicast(rdma_cm_id* pub, const sockaddr* addr) {
   return err;
 }
 
+void detach_groups(CmId& id) {
+  if (!id.pub.qp) return;
+  std::lock_guard lock(id.mc_mutex);
+  for (const auto& g : id.groups)
+    if (g->join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
+      ibv_detach_mcast(id.pub.qp, &g->mgid, g->mlid);  // fails harmlessly if never attached
+}
+
 void forget_groups(CmId& id) {
   std::vector<std::shared_ptr<Multicast>> groups;
   {

@@ -138,6 +138,9 @@ int create_qp(rdma_cm_id* pub, ibv_pd* pd, ibv_qp_init_attr* attr) {
 int destroy_qp(rdma_cm_id* pub) {
   auto id = find_id(pub);
   if (!id || !id->pub.qp) return -EINVAL;
+  // rdma-core destroys the QP of an id still in a group as it is: the
+  // kernel refuses (EBUSY) and the QP and its CQs leak.
+  detach_groups(*id);
   ibv_destroy_qp(id->pub.qp);
   id->pub.qp = nullptr;
   destroy_cqs(id->pub);
