@@ -60,12 +60,13 @@ tail_file() {
 # Sets ENVV (an array of K=V) for a process on library side $1:
 #   preload  LD_PRELOAD=<ours>
 #   libpath  LD_LIBRARY_PATH=<dir of ours> (same soname, found first)
+#   (with FIRST set, a sanitizer runtime, it is preloaded before ours in both)
 #   sys      nothing: the system's librdmacm through the normal search
 lib_env() {
 	ENVV=()
 	case $1 in
-	preload) ENVV+=("LD_PRELOAD=$OURS") ;;
-	libpath) ENVV+=("LD_LIBRARY_PATH=$OURDIR") ;;
+	preload) ENVV+=("LD_PRELOAD=${FIRST:+$FIRST }$OURS") ;;
+	libpath) ENVV+=("LD_LIBRARY_PATH=$OURDIR" ${FIRST:+"LD_PRELOAD=$FIRST"}) ;;
 	sys) ;;
 	*) echo "lib_env: unknown side $1" >&2; return 1 ;;
 	esac

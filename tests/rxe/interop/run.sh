@@ -6,7 +6,7 @@
 #
 #   run.sh [--lib PATH] [--reference] [--modes M1,M2,...] [--only REGEX]
 #          [--strace] [--keep] [--logdir DIR] [--scale PERCENT] [--deadline SECONDS]
-#          [--save DIR] [--verbose] [--list]
+#          [--save DIR] [--verbose] [--preload-first LIB] [--list]
 #
 #   --lib PATH     our librdmacm.so.1 (default: <repo>/build/src/librdmacm.so.1)
 #   --reference    self-check: "ours" := the system's rdma-core librdmacm, so every
@@ -31,6 +31,8 @@
 #                  FAIL (not run), so a run that hangs everywhere still ends with
 #                  its table inside an outer time limit (ctest passes one)
 #   --verbose      also print the binding evidence of each passing case
+#   --preload-first LIB  preload LIB before ours on our side, in every mode: the
+#                  sanitizer runtime a sanitized build of ours needs loaded first
 #
 # Environment: RXE_IP (required: the RDMA device's IPv4 address), RXE_DEV (rxe0).
 # Output: one line per case `PASS|FAIL <tool> <mode> <args> (<seconds>s)`, for a
@@ -54,7 +56,7 @@ REPO=$(cd "$HERE/../../.." && pwd)
 OURS=$REPO/build/src/librdmacm.so.1
 SYSLIB=${RDMACM_SYSTEM_LIB:-/usr/lib/x86_64-linux-gnu/librdmacm.so.1}
 MODES=preload,libpath,mixed-srv-ours,mixed-cli-ours
-ONLY='' STRACE=0 KEEP=0 LOGROOT='' SCALE=100 VERBOSE=0 LIST=0 REFERENCE=0 DEADLINE=0 SAVE=''
+ONLY='' STRACE=0 KEEP=0 LOGROOT='' SCALE=100 VERBOSE=0 LIST=0 REFERENCE=0 DEADLINE=0 SAVE='' FIRST=''
 
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -70,6 +72,7 @@ while [ $# -gt 0 ]; do
 	--scale) SCALE=$2; shift ;;
 	--deadline) DEADLINE=$2; shift ;;
 	--verbose) VERBOSE=1 ;;
+	--preload-first) FIRST=$2; shift ;;
 	--list) LIST=1 ;;
 	-h | --help) usage ;;
 	*) echo "run.sh: unknown argument $1" >&2; usage ;;
