@@ -32,10 +32,7 @@ void FakeTransport::queue_event(int fd, uint64_t uid, uint32_t event, int32_t st
   w.status = status;
   for (auto& [id, u] : ids_)
     if (u == uid) w.id = id;
-  queues_[fd].push_back(w);
-  uint64_t one = 1;
-  (void)!::write(fd, &one, sizeof(one));  // make the fd readable
-  cv_.notify_all();
+  push(fd, w);
 }
 
 uint32_t FakeTransport::queue_request(int fd, uint64_t listener_uid) {
@@ -51,11 +48,33 @@ uint32_t FakeTransport::queue_request(int fd, uint64_t listener_uid) {
   return handle;
 }
 
+uint32_t FakeTransport::queue_raw(int fd, WireEvent w) {
+  std::lock_guard lock(mutex_);
+  if (w.event == 4 /* RDMA_CM_EVENT_CONNECT_REQUEST */) {
+    w.id = next_id_++;
+    ids_[w.id] = 0;
+  }
+  push(fd, w);
+  return w.id;
+}
+
+void FakeTransport::push(int fd, const WireEvent& w) {
+  queues_[fd].push_back(w);
+  uint64_t one = 1;
+  (void)!::write(fd, &one, sizeof(one));  // make the fd readable
+  cv_.notify_all();
+}
+
+std::map<uint32_t, uint64_t> FakeTransport::kernel_ids() const {
+  std::lock_guard lock(mutex_);
+  return ids_;
+}
+
 uint32_t FakeTransport::reported(uint32_t id) const {
   std::lock_guard lock(mutex_);
   auto it = ids_.find(id);
   if (it == ids_.end()) return 0;
-  auto d = delivered_.find(it->second);
+  auto d = delivered_.find(counted(it->second, id));
   return d == delivered_.end() ? 0 : d->second;
 }
 
@@ -85,8 +104,8 @@ int FakeTransport::destroy_id(int, uint32_t id, uint32_t* events_reported) {
   if (int err = injected("destroy_id")) return err;
   auto it = ids_.find(id);
   if (it == ids_.end()) return -EINVAL;
-  *events_reported = delivered_[it->second];
-  delivered_.erase(it->second);
+  *events_reported = delivered_[counted(it->second, id)];
+  delivered_.erase(counted(it->second, id));
   ids_.erase(it);
   return 0;
 }
@@ -144,7 +163,7 @@ int FakeTransport::get_event(int fd, WireEvent* out) {
   q.pop_front();
   uint64_t count;
   if (q.empty()) (void)!::read(fd, &count, sizeof(count));
-  ++delivered_[out->uid];
+  ++delivered_[counted(out->uid, out->id)];
   if (on_get_event) {
     auto hook = std::exchange(on_get_event, nullptr);
     lock.unlock();

@@ -27,6 +27,14 @@ class FakeTransport : public Transport {
   // does: a new kernel id (known by handle only) reported against the
   // listener's uid. Returns the new handle.
   uint32_t queue_request(int fd, uint64_t listener_uid);
+  // Queues an event exactly as given: any type, status, uid, handle and
+  // parameters, as a misbehaving kernel might. Only a connection request's
+  // handle is replaced by a new kernel id, since the kernel makes one for
+  // every request (a handle it already uses would be no kernel's answer).
+  // Returns the handle queued.
+  uint32_t queue_raw(int fd, WireEvent w);
+  // The kernel ids alive: handle -> the uid they were created with.
+  std::map<uint32_t, uint64_t> kernel_ids() const;
   // Events the kernel would count as reported for this id (delivered by
   // get_event), as destroy_id answers.
   uint32_t reported(uint32_t id) const;
@@ -86,13 +94,18 @@ class FakeTransport : public Transport {
   int injected(const std::string& command);
   // Common body of the commands that only act on a live id.
   int simple(const char* command, uint32_t id);
+  // Appends to the channel's queue and wakes it (mutex_ held).
+  void push(int fd, const WireEvent& w);
+  // The kernel counts delivered events per id: by uid, or by handle for an
+  // id the application has not given a uid yet (a request's before accept).
+  static uint64_t counted(uint64_t uid, uint32_t id) { return uid ? uid : 1ull << 63 | id; }
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::map<std::string, int> failures_;
   std::map<int, std::deque<WireEvent>> queues_;  // by channel fd
   std::map<uint32_t, uint64_t> ids_;             // kernel id -> uid
-  std::map<uint64_t, uint32_t> delivered_;       // uid -> events delivered
+  std::map<uint64_t, uint32_t> delivered_;       // counted() -> events delivered
   std::map<uint32_t, uint64_t> groups_;          // joined: mc handle -> uid
   uint32_t next_id_ = 1;
   WireAddr addr_;  // what bind/resolve recorded
