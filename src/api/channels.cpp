@@ -26,7 +26,7 @@ RDMACM_EXPORT int rdma_ack_cm_event(rdma_cm_event* event) {
 
 RDMACM_EXPORT int rdma_write_cm_event(rdma_cm_id* id, rdma_cm_event_type event, int status,
                                       uint64_t arg) {
-  return api::call([&] { return core::write_event(id, event, status, arg); });
+  return api::call([&] { return core::write_event(id, core::event_type(event), status, arg); });
 }
 
 RDMACM_EXPORT const char* rdma_event_str(rdma_cm_event_type event) {
@@ -43,6 +43,6 @@ RDMACM_EXPORT const char* rdma_event_str(rdma_cm_event_type event) {
       "RDMA_CM_EVENT_ADDRINFO_RESOLVED", "RDMA_CM_EVENT_ADDRINFO_ERROR",
       "RDMA_CM_EVENT_USER",             "RDMA_CM_EVENT_INTERNAL",
   };
-  auto i = static_cast<unsigned>(event);
+  uint32_t i = core::event_type(event);
   return i < sizeof(names) / sizeof(names[0]) ? names[i] : "UNKNOWN EVENT";
 }

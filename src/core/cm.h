@@ -6,6 +6,7 @@
 #include <rdma/rdma_cma.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace rdmacm::core {
 
@@ -63,7 +64,7 @@ int destroy_ep(rdma_cm_id* id);
 int get_request(rdma_cm_id* listen, rdma_cm_id** id);
 
 // Events written by the application (core/user_events.cpp)
-int write_event(rdma_cm_id* id, rdma_cm_event_type event, int status, uint64_t arg);
+int write_event(rdma_cm_id* id, uint32_t event, int status, uint64_t arg);
 
 // Asynchronous address info (core/addrinfo_async.cpp)
 int resolve_addrinfo(rdma_cm_id* id, const char* node, const char* service,
@@ -82,5 +83,19 @@ int freeaddrinfo(rdma_addrinfo* res);
 
 // Length of a sockaddr of a family we support; 0 for any other.
 socklen_t addr_len(const sockaddr* addr);
+
+// An event type read or written as the integer it is. A kernel's (or an
+// application's) type may lie past the C enum's values, which C allows but a
+// C++ read through the enum type does not (undefined; UBSan: "load of value
+// ... which is not a valid value for type 'rdma_cm_event_type'").
+static_assert(sizeof(rdma_cm_event_type) == sizeof(uint32_t));
+inline uint32_t event_type(const rdma_cm_event_type& type) {
+  uint32_t value;
+  std::memcpy(&value, &type, sizeof(value));
+  return value;
+}
+inline void set_event_type(rdma_cm_event_type& type, uint32_t value) {
+  std::memcpy(&type, &value, sizeof(value));
+}
 
 }  // namespace rdmacm::core

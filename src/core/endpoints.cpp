@@ -84,7 +84,7 @@ int get_request(rdma_cm_id* listen_pub, rdma_cm_id** out) {
   int err = 0;
   if (ev->status)
     err = ev->status < 0 ? ev->status : -ev->status;
-  else if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+  else if (event_type(ev->event) != RDMA_CM_EVENT_CONNECT_REQUEST)
     err = -EINVAL;
   else if (listener->ep_qp_attr) {
     ibv_qp_init_attr attr = *listener->ep_qp_attr;

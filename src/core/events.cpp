@@ -102,7 +102,7 @@ bool translate_group(const WireEvent& w, Event& ev) {
   ev.owner = id;
   ev.group = group;
   ev.pub.id = &id->pub;
-  ev.pub.event = static_cast<rdma_cm_event_type>(w.event);
+  set_event_type(ev.pub.event, w.event);
   ev.pub.status = w.status;
   copy_ud(ev, w.ud);
   ev.pub.param.ud.private_data = group->context;  // rdma-core hands it back here
@@ -148,7 +148,7 @@ bool translate(const WireEvent& w, Event& ev) {
   }
   ev.owner = id;
   ev.pub.id = &id->pub;
-  ev.pub.event = static_cast<rdma_cm_event_type>(w.event);
+  set_event_type(ev.pub.event, w.event);
   ev.pub.status = w.status;
 
   switch (w.event) {

@@ -83,7 +83,7 @@ int complete(CmId& id) {
   if (int err = next_event(*id.channel, &id.pub.event)) return err;
   const rdma_cm_event& ev = *id.pub.event;
   if (!ev.status) return 0;
-  if (ev.event == RDMA_CM_EVENT_REJECTED) return -ECONNREFUSED;
+  if (event_type(ev.event) == RDMA_CM_EVENT_REJECTED) return -ECONNREFUSED;
   return ev.status < 0 ? ev.status : -ev.status;
 }
 

@@ -134,14 +134,14 @@ bool translate_user_event(uint64_t uid, Event& ev, bool* handled) {
   return true;
 }
 
-int write_event(rdma_cm_id* pub, rdma_cm_event_type event, int status, uint64_t arg) {
+int write_event(rdma_cm_id* pub, uint32_t event, int status, uint64_t arg) {
   auto id = find_id(pub);
   // Only RDMA_CM_EVENT_USER is the application's to write (INTERNAL is the
   // library's); a synchronous id has no channel the application reads.
   if (!id || event != RDMA_CM_EVENT_USER || id->sync) return -EINVAL;
   std::shared_ptr<UserEvent> ue;
   if (int err = prepare_user_event(id, &ue)) return err;
-  return ring_user_event(ue, event, status, arg);
+  return ring_user_event(ue, RDMA_CM_EVENT_USER, status, arg);
 }
 
 }  // namespace rdmacm::core
