@@ -20,7 +20,10 @@ template <typename F>
 int call(F&& f) noexcept {
   try {
     int r = f();
-    return r < 0 ? fail(-r) : r;
+    // -r without overflow: an event status of INT_MIN (no kernel's, but the
+    // core passes statuses through) gives errno INT_MIN, as rdma-core's
+    // -status wraps to.
+    return r < 0 ? fail(static_cast<int>(0u - static_cast<unsigned>(r))) : r;
   } catch (const std::bad_alloc&) {
     return fail(ENOMEM);
   } catch (...) {

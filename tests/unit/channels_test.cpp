@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <atomic>
+#include <climits>
 #include <cstring>
 #include <chrono>
 #include <thread>
@@ -188,6 +189,20 @@ TEST_F(CmTest, EventTypesPastTheEnumPassThrough) {
   dst.sin_family = AF_INET;
   EXPECT_FAILS_WITH(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), 100),
                     EHOSTUNREACH);
+  EXPECT_EQ(rdma_destroy_id(id), 0);
+}
+
+// An event status of INT_MIN fails a synchronous call with errno INT_MIN, as
+// rdma-core's -status wraps, without the overflow of negating it (found by
+// tests/fuzz/event_pump under UBSan).
+TEST_F(CmTest, StatusOfIntMinFailsWithoutOverflow) {
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(nullptr, &id, nullptr, RDMA_PS_TCP), 0);
+  fake.queue_event(id->channel->fd, uid(id), RDMA_CM_EVENT_ADDR_ERROR, INT_MIN);
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  EXPECT_FAILS_WITH(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), 100),
+                    INT_MIN);
   EXPECT_EQ(rdma_destroy_id(id), 0);
 }
 
