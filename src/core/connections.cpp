@@ -148,6 +148,7 @@ int listen(rdma_cm_id* pub, int backlog) {
   auto id = find_id(pub);
   if (!id) return -EINVAL;
   if (int err = transport().listen(id->fd(), id->handle, backlog)) return err;
+  id->listening = true;
   return refresh_address(*id);
 }
 

@@ -75,6 +75,8 @@ int get_request(rdma_cm_id* listen_pub, rdma_cm_id** out) {
   auto listener = find_id(listen_pub);
   if (!listener || !out) return -EINVAL;
   if (!listener->sync) return -EINVAL;  // only for synchronous (endpoint) listeners
+  // rdma-core waits for ever here for a request that cannot come.
+  if (!listener->listening) return -EINVAL;
   if (listener->pub.event) {
     ack_event(listener->pub.event);
     listener->pub.event = nullptr;

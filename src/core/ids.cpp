@@ -223,7 +223,8 @@ uint16_t dst_port(rdma_cm_id* pub) {
 
 int set_option(rdma_cm_id* pub, int level, int name, const void* value, size_t len) {
   auto id = find_id(pub);
-  if (!id || !value || !len || len > UINT32_MAX) return -EINVAL;
+  if (!id || !len || len > UINT32_MAX) return -EINVAL;
+  if (!value) return -EFAULT;  // what the kernel answers rdma-core
   return transport().set_option(id->fd(), id->handle, level, name, value, len);
 }
 

@@ -130,7 +130,7 @@ TEST_F(CmTest, ConnectionCallsNeedAnIdOnADevice) {
   rdma_destroy_qp(id);  // none to destroy
   EXPECT_EQ(errno, EINVAL);
   EXPECT_FAILS_WITH(rdma_reject(id, nullptr, 5), EINVAL);
-  EXPECT_FAILS_WITH(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, nullptr, 1), EINVAL);
+  EXPECT_FAILS_WITH(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, nullptr, 1), EFAULT);  // as the kernel answers
   EXPECT_FAILS_WITH(rdma_migrate_id(id, reinterpret_cast<rdma_event_channel*>(&cp)), EINVAL);
   // Calls on a destroyed id.
   EXPECT_EQ(rdma_destroy_id(id), 0);
