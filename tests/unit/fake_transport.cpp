@@ -120,16 +120,16 @@ int FakeTransport::bind(int, uint32_t id, const sockaddr* addr, socklen_t len) {
 
 int FakeTransport::resolve_addr(int fd, uint32_t id, const sockaddr*, socklen_t,
                                 const sockaddr* dst, socklen_t dst_len, uint32_t) {
-  uint64_t uid;
-  {
-    std::lock_guard lock(mutex_);
-    if (int err = injected("resolve_addr")) return err;
-    if (!ids_.count(id)) return -EINVAL;
-    std::memcpy(&addr_.dst, dst, dst_len);
-    if (!resolve_reports) return 0;
-    uid = ids_[id];
-  }
-  queue_event(fd, uid, 0 /* RDMA_CM_EVENT_ADDR_RESOLVED */, 0);
+  std::lock_guard lock(mutex_);
+  if (int err = injected("resolve_addr")) return err;
+  if (!ids_.count(id)) return -EINVAL;
+  std::memcpy(&addr_.dst, dst, dst_len);
+  if (!resolve_reports) return 0;
+  WireEvent w;
+  w.uid = ids_[id];
+  w.id = id;  // by handle: a request's id has no uid yet (uid 0)
+  w.event = 0;  // RDMA_CM_EVENT_ADDR_RESOLVED
+  push(fd, w);
   return 0;
 }
 
