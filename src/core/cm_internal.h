@@ -43,6 +43,11 @@ std::shared_ptr<CmId> adopt_id(const CmId& listener, uint32_t handle);
 // Moves the id to a new channel (nullptr: a private synchronous one).
 int migrate(CmId& id, const std::shared_ptr<EventChannel>& to);
 
+// Says once on stderr that `call` on `handle` has waited a few seconds for
+// the acknowledgement of the events of this id (or group), naming them.
+void warn_unacked(const char* call, const void* handle, const CmId* id,
+                  const Multicast* group = nullptr);
+
 // Queued events (core/user_events.cpp). prepare creates the doorbell (so the
 // failures that can be reported are reported early), ring sets the event and
 // wakes the channel; cancel drops one or all of an id's queued events.

@@ -152,7 +152,8 @@ int destroy_id(rdma_cm_id* pub) {
   // dropped by a reader that took one from the kernel just before the
   // destroy: that reader must still find the id (and its groups) to count
   // it, so the tables let go of them only afterwards.
-  id->tally.wait(id->reported(reported));
+  id->tally.wait(id->reported(reported),
+                 [&] { warn_unacked("rdma_destroy_id", pub, id.get()); });
   objs.detach(*id);
   forget_groups(*id);  // the kernel left them with the id
   return 0;
@@ -245,7 +246,8 @@ int migrate(CmId& id, const std::shared_ptr<EventChannel>& to) {
     move_user_events(id);
   // Events of the old channel already handed out must be acknowledged
   // before the id's events may flow on the new one.
-  id.tally.wait(id.reported(reported));
+  id.tally.wait(id.reported(reported),
+                [&] { warn_unacked("rdma_migrate_id", &id.pub, &id); });
   return 0;
 }
 

@@ -84,7 +84,10 @@ int leave_multicast(rdma_cm_id* pub, const sockaddr* addr) {
   // A reader may hold one of the group's events taken from the kernel just
   // before the leave: it must still find the group to count it, so the table
   // lets go of the group only once every reported event is counted.
-  if (!err) group->tally.wait(reported);
+  if (!err)
+    group->tally.wait(reported, [&] {
+      warn_unacked("rdma_leave_multicast", pub, nullptr, group.get());
+    });
   Objects::get().groups.take(Objects::key(group->uid()));
   return err;
 }

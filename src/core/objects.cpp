@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <chrono>
+
 namespace rdmacm {
 
 EventChannel::~EventChannel() {
@@ -14,9 +16,17 @@ void EventTally::done() {
   cv_.notify_all();
 }
 
-void EventTally::wait(uint32_t reported) {
+void EventTally::wait(uint32_t reported, const std::function<void()>& on_stall) {
+  constexpr auto kStall = std::chrono::seconds(5);
   std::unique_lock lock(mutex_);
-  cv_.wait(lock, [&] { return done_ >= reported; });
+  auto counted = [&] { return done_ >= reported; };
+  if (cv_.wait_for(lock, kStall, counted)) return;
+  if (on_stall) {
+    lock.unlock();
+    on_stall();
+    lock.lock();
+  }
+  cv_.wait(lock, counted);
 }
 
 Objects& Objects::get() {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -25,7 +26,10 @@ class UserEvent;
 class EventTally {
  public:
   void done();
-  void wait(uint32_t reported);
+  // Waits until `reported` events are counted. If that takes more than a few
+  // seconds, calls on_stall once (to say who waits for what) and goes on
+  // waiting: rdma-core blocks silently for ever here.
+  void wait(uint32_t reported, const std::function<void()>& on_stall = {});
 
  private:
   std::mutex mutex_;

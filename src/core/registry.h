@@ -47,6 +47,13 @@ class Registry {
     if (it != live_.end() && it->second.get() == expected) live_.erase(it);
   }
 
+  // Calls f(key, owner) for every live entry, under the table's lock.
+  template <typename F>
+  void for_each(F&& f) const {
+    std::lock_guard lock(mutex_);
+    for (const auto& [key, owner] : live_) f(key, *owner);
+  }
+
   size_t size() const {
     std::lock_guard lock(mutex_);
     return live_.size();
