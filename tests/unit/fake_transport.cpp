@@ -12,6 +12,11 @@
 namespace rdmacm::testing {
 
 int FakeTransport::injected(const std::string& command) {
+  log_.push_back(command);
+  if (log_.size() == fail_at_) {
+    fail_at_ = 0;
+    return -fail_err_;
+  }
   auto it = failures_.find(command);
   if (it == failures_.end()) return 0;
   int err = it->second;
@@ -22,6 +27,35 @@ int FakeTransport::injected(const std::string& command) {
 void FakeTransport::fail_next(const std::string& command, int err) {
   std::lock_guard lock(mutex_);
   failures_[command] = err;
+}
+
+void FakeTransport::fail_nth(size_t n, int err) {
+  std::lock_guard lock(mutex_);
+  fail_at_ = log_.size() + n;
+  fail_err_ = err;
+}
+
+std::vector<std::string> FakeTransport::commands() const {
+  std::lock_guard lock(mutex_);
+  return log_;
+}
+
+void FakeTransport::reply(const std::string& command, uint32_t event) {
+  std::lock_guard lock(mutex_);
+  replies_[command] = event;
+}
+
+int FakeTransport::replied(const char* command, int fd, uint32_t id, uint64_t uid, int err) {
+  std::lock_guard lock(mutex_);
+  auto it = replies_.find(command);
+  if (err || it == replies_.end()) return err;
+  auto known = ids_.find(id);
+  WireEvent w;
+  w.uid = uid ? uid : known == ids_.end() ? 0 : known->second;
+  w.id = id;
+  w.event = it->second;
+  push(fd, w);
+  return 0;
 }
 
 void FakeTransport::queue_event(int fd, uint64_t uid, uint32_t event, int32_t status) {
@@ -36,16 +70,15 @@ void FakeTransport::queue_event(int fd, uint64_t uid, uint32_t event, int32_t st
 }
 
 uint32_t FakeTransport::queue_request(int fd, uint64_t listener_uid) {
-  uint32_t handle;
-  {
-    std::lock_guard lock(mutex_);
-    handle = next_id_++;
-    ids_[handle] = 0;
-  }
-  queue_event(fd, listener_uid, 4 /* RDMA_CM_EVENT_CONNECT_REQUEST */, 0);
+  // One critical section: a reader may take the event as soon as it is queued.
   std::lock_guard lock(mutex_);
-  queues_[fd].back().id = handle;
-  return handle;
+  WireEvent w;
+  w.uid = listener_uid;
+  w.id = next_id_++;
+  w.event = 4;  // RDMA_CM_EVENT_CONNECT_REQUEST
+  ids_[w.id] = 0;
+  push(fd, w);
+  return w.id;
 }
 
 uint32_t FakeTransport::queue_raw(int fd, WireEvent w) {
@@ -87,10 +120,13 @@ int FakeTransport::open_channel() {
   std::lock_guard lock(mutex_);
   if (int err = injected("open_channel")) return err;
   int fd = ::eventfd(0, EFD_CLOEXEC);
-  return fd < 0 ? -errno : fd;
+  if (fd < 0) return -errno;
+  queues_.erase(fd);  // a new channel starts empty, whatever an old fd left
+  return fd;
 }
 
 int FakeTransport::create_id(int, uint64_t uid, uint16_t, uint8_t, uint32_t* id) {
+  run_once(on_create);
   std::lock_guard lock(mutex_);
   if (int err = injected("create_id")) return err;
   *id = next_id_++;
@@ -98,16 +134,50 @@ int FakeTransport::create_id(int, uint64_t uid, uint16_t, uint8_t, uint32_t* id)
   return 0;
 }
 
-int FakeTransport::destroy_id(int, uint32_t id, uint32_t* events_reported) {
-  if (on_destroy) std::exchange(on_destroy, nullptr)();
+void FakeTransport::run_once(std::function<void()>& hook) {
+  std::function<void()> now;
+  {
+    std::lock_guard lock(mutex_);  // another thread may be in a command too
+    now = std::exchange(hook, nullptr);
+  }
+  if (now) now();
+}
+
+int FakeTransport::destroy_id(int fd, uint32_t id, uint32_t* events_reported) {
+  run_once(on_destroy);
   std::lock_guard lock(mutex_);
   if (int err = injected("destroy_id")) return err;
   auto it = ids_.find(id);
   if (it == ids_.end()) return -EINVAL;
   *events_reported = delivered_[counted(it->second, id)];
   delivered_.erase(counted(it->second, id));
-  ids_.erase(it);
+  purge(fd, id);
+  ids_.erase(id);
   return 0;
+}
+
+bool FakeTransport::owns(uint32_t id, const WireEvent& w) const {
+  if (w.event == 4 /* RDMA_CM_EVENT_CONNECT_REQUEST */) {
+    auto it = ids_.find(id);
+    return it != ids_.end() && it->second && w.uid == it->second;
+  }
+  auto group = groups_.find(1000 + id);
+  return w.id == id || (group != groups_.end() && w.uid == group->second);
+}
+
+void FakeTransport::purge(int fd, uint32_t id) {
+  // As the kernel does: the id's events not yet read (all on its channel)
+  // go with it, and its pending requests with their new ids.
+  auto& q = queues_[fd];
+  bool had = !q.empty();
+  std::erase_if(q, [&](const WireEvent& w) {
+    if (!owns(id, w)) return false;
+    if (w.event == 4 /* RDMA_CM_EVENT_CONNECT_REQUEST */) ids_.erase(w.id);
+    return true;
+  });
+  uint64_t count;
+  if (had && q.empty()) (void)!::read(fd, &count, sizeof(count));
+  groups_.erase(1000 + id);
 }
 
 int FakeTransport::bind(int, uint32_t id, const sockaddr* addr, socklen_t len) {
@@ -143,10 +213,10 @@ int FakeTransport::query_addr(int, uint32_t id, WireAddr* out) {
   return 0;
 }
 
-int FakeTransport::query_gid(int, uint32_t, uint8_t sgid[16], uint8_t dgid[16]) {
+int FakeTransport::query_gid(int, uint32_t id, uint8_t sgid[16], uint8_t dgid[16]) {
   std::memset(sgid, 0, 16);
   std::memset(dgid, 0, 16);
-  return 0;
+  return simple("query_gid", id);
 }
 
 int FakeTransport::get_event(int fd, WireEvent* out) {
@@ -178,8 +248,8 @@ int FakeTransport::simple(const char* command, uint32_t id) {
   return ids_.count(id) ? 0 : -EINVAL;
 }
 
-int FakeTransport::resolve_route(int, uint32_t id, uint32_t) {
-  return simple("resolve_route", id);
+int FakeTransport::resolve_route(int fd, uint32_t id, uint32_t) {
+  return replied("resolve_route", fd, id, 0, simple("resolve_route", id));
 }
 
 int FakeTransport::query_path(int, uint32_t id, std::vector<ibv_path_data>* out) {
@@ -187,24 +257,46 @@ int FakeTransport::query_path(int, uint32_t id, std::vector<ibv_path_data>* out)
   return simple("query_path", id);
 }
 
-int FakeTransport::connect(int, uint32_t id, const WireConnParam& param, const WireEce&) {
-  last_conn = param;
-  return simple("connect", id);
+int FakeTransport::connect(int fd, uint32_t id, const WireConnParam& param, const WireEce&) {
+  {
+    std::lock_guard lock(mutex_);
+    last_conn = param;
+  }
+  return replied("connect", fd, id, 0, simple("connect", id));
 }
 
 int FakeTransport::listen(int, uint32_t id, int) { return simple("listen", id); }
 
-int FakeTransport::accept(int, uint32_t id, uint64_t, const WireConnParam& param,
+int FakeTransport::accept(int fd, uint32_t id, uint64_t uid, const WireConnParam& param,
                           const WireEce&) {
-  last_conn = param;
-  return simple("accept", id);
+  {
+    std::lock_guard lock(mutex_);
+    last_conn = param;
+  }
+  int err = simple("accept", id);
+  if (!err && uid) {
+    // The kernel gives a request's id the application's uid here; what it
+    // reported so far stays counted for the id.
+    std::lock_guard lock(mutex_);
+    auto it = ids_.find(id);
+    if (it != ids_.end() && !it->second) {
+      delivered_[uid] += delivered_[counted(0, id)];
+      delivered_.erase(counted(0, id));
+      it->second = uid;
+    }
+  }
+  // Only the passive side's accept has an answer (ESTABLISHED); the active
+  // side's (uid 0) completes a connection the library reports itself.
+  return uid ? replied("accept", fd, id, 0, err) : err;
 }
 
 int FakeTransport::reject(int, uint32_t id, const void*, uint8_t, uint8_t) {
   return simple("reject", id);
 }
 
-int FakeTransport::disconnect(int, uint32_t id) { return simple("disconnect", id); }
+int FakeTransport::disconnect(int fd, uint32_t id) {
+  return replied("disconnect", fd, id, 0, simple("disconnect", id));
+}
 
 int FakeTransport::init_qp_attr(int, uint32_t id, ibv_qp_state state, ibv_qp_attr* attr,
                                 int* mask) {
@@ -220,19 +312,39 @@ int FakeTransport::set_option(int, uint32_t id, int, int, const void*, size_t) {
   return simple("set_option", id);
 }
 
-int FakeTransport::migrate_id(int, uint32_t id, int, uint32_t* events_reported) {
+int FakeTransport::migrate_id(int new_fd, uint32_t id, int old_fd, uint32_t* events_reported) {
   *events_reported = reported(id);
-  return simple("migrate_id", id);
+  if (int err = simple("migrate_id", id)) return err;
+  // The kernel moves the id's queued events with it: its own, its requests'
+  // and its groups'.
+  std::lock_guard lock(mutex_);
+  if (!migrate_moves_events || new_fd == old_fd) return 0;
+  auto& from = queues_[old_fd];
+  bool had = !from.empty();
+  std::vector<WireEvent> moving;
+  std::erase_if(from, [&](const WireEvent& w) {
+    if (owns(id, w)) moving.push_back(w);
+    return owns(id, w);
+  });
+  uint64_t count;
+  if (had && from.empty()) (void)!::read(old_fd, &count, sizeof(count));
+  for (const WireEvent& w : moving) push(new_fd, w);
+  return 0;
 }
 
-int FakeTransport::join_mcast(int, uint32_t id, uint64_t uid, const sockaddr*, socklen_t,
+int FakeTransport::join_mcast(int fd, uint32_t id, uint64_t uid, const sockaddr*, socklen_t,
                               uint16_t, uint32_t* mc_handle) {
   *mc_handle = 1000 + id;
-  last_join_uid = uid;
+  {
+    std::lock_guard lock(mutex_);
+    last_join_uid = uid;
+  }
   if (int err = simple("join_mcast", id)) return err;
-  std::lock_guard lock(mutex_);
-  groups_[*mc_handle] = uid;
-  return 0;
+  {
+    std::lock_guard lock(mutex_);
+    groups_[*mc_handle] = uid;
+  }
+  return replied("join_mcast", fd, id, uid, 0);
 }
 
 int FakeTransport::leave_mcast(int, uint32_t mc_handle, uint32_t* events_reported) {

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/transport.h"
 
@@ -47,10 +48,25 @@ class FakeTransport : public Transport {
   bool resolve_reports = false;
   // Runs at the start of destroy_id, as if another thread acted right then.
   std::function<void()> on_destroy;
+  // Likewise at the start of create_id.
+  std::function<void()> on_create;
+  // When set, migrate_id moves the id's queued events to the new channel,
+  // as the kernel does (the event pump fuzzer models one that does not).
+  bool migrate_moves_events = false;
   // Runs once get_event has taken an event from its queue (the kernel has
   // counted it as reported), before the library sees it: as if another
   // thread acted between the two.
   std::function<void()> on_get_event;
+  // Makes the nth command from now on (1: the next one) fail with err,
+  // whatever command that is: a fault at one step of an operation.
+  void fail_nth(size_t n, int err);
+  // Every command issued so far, in order, failed ones included.
+  std::vector<std::string> commands() const;
+  // After each successful call of this command, queues this event (status 0)
+  // for its id on the channel the command came through, as the kernel
+  // reports the outcome of resolve_route, connect, accept, disconnect or a
+  // join (whose event is the group's).
+  void reply(const std::string& command, uint32_t event);
 
   int open_channel() override;
   int create_id(int fd, uint64_t uid, uint16_t ps, uint8_t qp_type,
@@ -92,6 +108,8 @@ class FakeTransport : public Transport {
 
  private:
   int injected(const std::string& command);
+  // Takes the hook (under mutex_) and runs it (without).
+  void run_once(std::function<void()>& hook);
   // Common body of the commands that only act on a live id.
   int simple(const char* command, uint32_t id);
   // Appends to the channel's queue and wakes it (mutex_ held).
@@ -99,6 +117,14 @@ class FakeTransport : public Transport {
   // The kernel counts delivered events per id: by uid, or by handle for an
   // id the application has not given a uid yet (a request's before accept).
   static uint64_t counted(uint64_t uid, uint32_t id) { return uid ? uid : 1ull << 63 | id; }
+  // Whether a queued event is the id's, as the kernel tracks them: by id, a
+  // request by its listener, a group's by the group (mutex_ held).
+  bool owns(uint32_t id, const WireEvent& w) const;
+  // Drops the queued events of an id being destroyed (mutex_ held).
+  void purge(int fd, uint32_t id);
+  // Queues the reply set for command, if any, once it succeeded (err 0);
+  // uid 0: the id's own.
+  int replied(const char* command, int fd, uint32_t id, uint64_t uid, int err);
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;
@@ -109,6 +135,10 @@ class FakeTransport : public Transport {
   std::map<uint32_t, uint64_t> groups_;          // joined: mc handle -> uid
   uint32_t next_id_ = 1;
   WireAddr addr_;  // what bind/resolve recorded
+  std::vector<std::string> log_;  // every command issued
+  size_t fail_at_ = 0;            // the log_ size at which to fail
+  int fail_err_ = 0;
+  std::map<std::string, uint32_t> replies_;  // command -> event it queues
 };
 
 }  // namespace rdmacm::testing
