@@ -1,7 +1,10 @@
 // Common set-up: the fake kernel behind the library, one event channel.
 #pragma once
 
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <rdma/rdma_cma.h>
 
 #include <cerrno>
@@ -9,6 +12,22 @@
 #include "fake_transport.h"
 
 namespace rdmacm::testing {
+
+// The uid the library gave the kernel for this id (its public address).
+inline uint64_t uid(rdma_cm_id* id) { return reinterpret_cast<uintptr_t>(id); }
+
+inline sockaddr_in ipv4(const char* ip, uint16_t port) {
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_port = htons(port);
+  inet_pton(AF_INET, ip, &sin.sin_addr);
+  return sin;
+}
+
+// Makes a channel's fd non-blocking: an empty channel answers EAGAIN.
+inline void nonblocking(int fd) {
+  ASSERT_EQ(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+}
 
 class CmTest : public ::testing::Test {
  protected:
@@ -19,9 +38,6 @@ class CmTest : public ::testing::Test {
   void TearDown() override {
     if (channel) rdma_destroy_event_channel(channel);
   }
-
-  // The uid the library gave the kernel for this id (its public address).
-  static uint64_t uid(rdma_cm_id* id) { return reinterpret_cast<uintptr_t>(id); }
 
   FakeTransport fake;
   rdma_event_channel* channel = nullptr;

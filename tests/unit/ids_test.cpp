@@ -1,20 +1,9 @@
 // Identifiers: creation, destruction, binding and resolution, with the fake
 // kernel. Misuse must fail with the documented errno and leak nothing.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-
 #include "fixture.h"
 
 namespace rdmacm::testing {
 namespace {
-
-sockaddr_in ipv4(const char* ip, uint16_t port) {
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_port = htons(port);
-  inet_pton(AF_INET, ip, &sin.sin_addr);
-  return sin;
-}
 
 TEST_F(CmTest, CreateIdSetsDefaultsPerPortSpace) {
   struct Case {

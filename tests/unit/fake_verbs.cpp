@@ -1,0 +1,168 @@
+// The libibverbs calls of the library, answered by one fake InfiniBand
+// device (see fake_verbs.h). Definitions in the executable take precedence
+// over libibverbs' for the library's objects linked into it. QPs, CQs and
+// completion channels are heap objects, counted, so a leak shows twice:
+// in fake_verbs_objects() and to LeakSanitizer.
+#include "fake_verbs.h"
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace rdmacm::testing {
+namespace {
+
+std::atomic<size_t> objects{0};
+std::atomic<uint32_t> next_qp_num{1};
+
+ibv_device device = [] {
+  ibv_device d{};
+  d.node_type = IBV_NODE_CA;
+  d.transport_type = IBV_TRANSPORT_IB;
+  std::strcpy(d.name, "fake0");
+  return d;
+}();
+ibv_context context = [] {
+  ibv_context c{};
+  c.device = &device;
+  return c;
+}();
+ibv_pd pd = [] {
+  ibv_pd p{};
+  p.context = &context;
+  return p;
+}();
+
+template <typename T>
+T* make() {
+  ++objects;
+  return new T{};
+}
+
+template <typename T>
+int release(T* object) {
+  --objects;
+  delete object;
+  return 0;
+}
+
+}  // namespace
+
+size_t fake_verbs_objects() { return objects; }
+
+int add_qp(rdma_cm_id* id, ibv_qp_type type) {
+  ibv_qp_init_attr attr{};
+  attr.qp_type = type;
+  attr.cap.max_send_wr = attr.cap.max_recv_wr = 1;
+  attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+  return rdma_create_qp(id, nullptr, &attr);
+}
+
+void answer_at_once(FakeTransport& fake) {
+  fake.addr.node_guid = kFakeDeviceGuid;
+  fake.resolve_reports = true;
+  fake.migrate_moves_events = true;
+  fake.reply("resolve_route", RDMA_CM_EVENT_ROUTE_RESOLVED);
+  fake.reply("connect", RDMA_CM_EVENT_CONNECT_RESPONSE);
+  fake.reply("accept", RDMA_CM_EVENT_ESTABLISHED);
+  fake.reply("disconnect", RDMA_CM_EVENT_DISCONNECTED);
+  fake.reply("join_mcast", RDMA_CM_EVENT_MULTICAST_JOIN);
+}
+
+}  // namespace rdmacm::testing
+
+using namespace rdmacm::testing;
+
+extern "C" {
+
+ibv_device** ibv_get_device_list(int* num_devices) {
+  auto** list = static_cast<ibv_device**>(std::calloc(2, sizeof(ibv_device*)));
+  if (!list) return nullptr;
+  list[0] = &device;
+  if (num_devices) *num_devices = 1;
+  return list;
+}
+
+void ibv_free_device_list(ibv_device** list) { std::free(list); }
+
+__be64 ibv_get_device_guid(ibv_device*) { return kFakeDeviceGuid; }
+
+ibv_context* ibv_open_device(ibv_device*) { return &context; }
+
+int ibv_close_device(ibv_context*) { return 0; }
+
+int ibv_query_device(ibv_context*, ibv_device_attr* attr) {
+  *attr = {};
+  attr->node_guid = kFakeDeviceGuid;
+  attr->max_qp_init_rd_atom = 16;
+  attr->max_qp_rd_atom = 16;
+  attr->phys_port_cnt = 1;
+  return 0;
+}
+
+// verbs.h makes ibv_query_port a macro; this is the function behind it.
+int(ibv_query_port)(ibv_context*, uint8_t, _compat_ibv_port_attr* compat) {
+  auto* attr = reinterpret_cast<ibv_port_attr*>(compat);
+  attr->state = IBV_PORT_ACTIVE;
+  attr->link_layer = IBV_LINK_LAYER_INFINIBAND;
+  return 0;
+}
+
+ibv_pd* ibv_alloc_pd(ibv_context*) { return &pd; }
+
+int ibv_dealloc_pd(ibv_pd*) { return 0; }
+
+ibv_comp_channel* ibv_create_comp_channel(ibv_context* ctx) {
+  auto* channel = make<ibv_comp_channel>();
+  channel->context = ctx;
+  channel->fd = -1;
+  return channel;
+}
+
+int ibv_destroy_comp_channel(ibv_comp_channel* channel) { return release(channel); }
+
+ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* channel,
+                      int) {
+  auto* cq = make<ibv_cq>();
+  cq->context = ctx;
+  cq->channel = channel;
+  cq->cq_context = cq_context;
+  cq->cqe = cqe;
+  return cq;
+}
+
+int ibv_destroy_cq(ibv_cq* cq) { return release(cq); }
+
+ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+  auto* qp = make<ibv_qp>();
+  qp->context = pd->context;
+  qp->pd = pd;
+  qp->qp_context = attr->qp_context;
+  qp->send_cq = attr->send_cq;
+  qp->recv_cq = attr->recv_cq;
+  qp->srq = attr->srq;
+  qp->qp_type = attr->qp_type;
+  qp->qp_num = next_qp_num++;
+  qp->state = IBV_QPS_RESET;
+  return qp;
+}
+
+int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
+  if (mask & IBV_QP_STATE) qp->state = attr->qp_state;
+  return 0;
+}
+
+int ibv_destroy_qp(ibv_qp* qp) { return release(qp); }
+
+int ibv_query_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
+
+int ibv_attach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return 0; }
+
+int ibv_detach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return 0; }
+
+int ibv_destroy_srq(ibv_srq*) { return EINVAL; }  // none is ever made
+
+}  // extern "C"
