@@ -115,7 +115,11 @@ void move_user_events(CmId& id) {
 }
 
 bool translate_user_event(uint64_t uid, Event& ev, bool* handled) {
-  auto ue = Objects::get().user_events.find(Objects::key(uid));
+  // Taken, not just found: after rdma_migrate_id the event may have two
+  // doorbells for a moment (the old one's event already read on the old
+  // channel, the new one rung on the new), and two readers must not both
+  // hand it out. The second finds nothing and drops its doorbell's event.
+  auto ue = Objects::get().user_events.take(Objects::key(uid));
   *handled = ue != nullptr;
   if (!ue) return false;
   unlink(*ue->id, *ue);  // after ring_user_event: its fields are set
