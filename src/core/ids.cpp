@@ -237,7 +237,7 @@ int migrate(CmId& id, const std::shared_ptr<EventChannel>& to) {
   if ((err = transport().migrate_id(target->pub.fd, id.handle, id.fd(), &reported)))
     return err;
   if (id.sync) ack_stored_event(id);
-  id.channel = target;
+  std::atomic_store(&id.channel, target);  // see CmId::fd()
   id.pub.channel = &target->pub;
   id.sync = !to;
   if (id.sync)

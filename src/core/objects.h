@@ -100,7 +100,9 @@ class CmId {
   rdma_addrinfo* resolved = nullptr;
 
   uint64_t uid() const { return reinterpret_cast<uintptr_t>(&pub); }
-  int fd() const { return channel->pub.fd; }
+  // Atomic: rdma_migrate_id replaces channel while a reader of the old
+  // channel may be querying the kernel through it (an ADDR_RESOLVED, say).
+  int fd() const { return std::atomic_load(&channel)->pub.fd; }
   // Events handed to the application so far: the kernel's count plus ours.
   uint32_t reported(uint32_t by_kernel) const { return by_kernel + user_reported; }
 };
