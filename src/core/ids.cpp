@@ -123,9 +123,9 @@ int create_id_typed(rdma_event_channel* channel, rdma_cm_id** out, void* context
 
 std::shared_ptr<CmId> adopt_id(const CmId& listener, uint32_t handle) {
   auto id = std::make_shared<CmId>();
-  id->channel = listener.channel;
+  id->channel = std::atomic_load(&listener.channel);  // it may be migrating: see CmId::fd()
   id->handle = handle;
-  id->pub.channel = listener.pub.channel;
+  id->pub.channel = &id->channel->pub;
   id->pub.context = listener.pub.context;
   id->pub.ps = listener.pub.ps;
   id->pub.qp_type = listener.pub.qp_type;

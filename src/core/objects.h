@@ -71,7 +71,7 @@ class CmId {
   rdma_cm_id pub{};
   uint32_t handle = 0;                    // the kernel's id
   std::shared_ptr<EventChannel> channel;  // keeps the fd open while we live
-  bool sync = false;                      // events consumed by the library
+  std::atomic<bool> sync{false};          // events consumed by the library
   std::atomic<bool> listening{false};     // rdma_listen succeeded
   std::atomic<bool> destroying{false};
   Device* device = nullptr;               // set once bound to a device
