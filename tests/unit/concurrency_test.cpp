@@ -63,10 +63,10 @@ class Pump {
     std::lock_guard lock(mutex_);
     return std::count(seen_[id].begin(), seen_[id].end(), type);
   }
-  // The new id of the next connection request; nullptr after 4 s.
-  rdma_cm_id* next_request() {
+  // The new id of the next connection request; nullptr after the timeout.
+  rdma_cm_id* next_request(std::chrono::milliseconds timeout = 4s) {
     std::unique_lock lock(mutex_);
-    if (!cv_.wait_for(lock, 4s, [&] { return !requests_.empty(); })) return nullptr;
+    if (!cv_.wait_for(lock, timeout, [&] { return !requests_.empty(); })) return nullptr;
     rdma_cm_id* id = requests_.front();
     requests_.erase(requests_.begin());
     return id;
@@ -298,6 +298,35 @@ TEST_F(Concurrency, MigrateRacingTheReaders) {
     }
   }
   for (auto* id : ids) ASSERT_EQ(rdma_destroy_id(id), 0);
+  rdma_destroy_event_channel(other);
+}
+
+// The same for a listener: it moves between the two channels while
+// connection requests for it keep coming, and each reader makes new ids for
+// the requests it takes.
+TEST_F(Concurrency, MigrateAListenerRacingItsRequests) {
+  rdma_event_channel* other = rdma_create_event_channel();
+  ASSERT_NE(other, nullptr);
+  rdma_cm_id* listener = nullptr;
+  ASSERT_EQ(rdma_create_id(channel, &listener, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in local = ipv4("10.0.0.1", 7471);
+  ASSERT_EQ(rdma_bind_addr(listener, reinterpret_cast<sockaddr*>(&local)), 0);
+  ASSERT_EQ(rdma_listen(listener, 64), 0);
+  std::vector<rdma_cm_id*> requests;
+  {
+    Pump a(channel), b(other);
+    for (int i = 0; i < 100; ++i) {
+      fake.queue_request(listener->channel->fd, uid(listener));
+      ASSERT_EQ(rdma_migrate_id(listener, listener->channel == channel ? other : channel), 0);
+    }
+    a.stop();
+    b.stop();
+    for (Pump* pump : {&a, &b})
+      while (rdma_cm_id* id = pump->next_request(0ms)) requests.push_back(id);
+  }
+  EXPECT_EQ(requests.size(), 100u) << "each request delivered once";
+  for (auto* id : requests) ASSERT_EQ(rdma_destroy_id(id), 0);
+  ASSERT_EQ(rdma_destroy_id(listener), 0);
   rdma_destroy_event_channel(other);
 }
 
