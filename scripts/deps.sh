@@ -10,6 +10,7 @@ PACKAGES=(
   perftest qperf                             # peer tools for the interop tests (ib_send_bw, qperf)
   python3-pyelftools                         # DWARF reader for the ABI layout tests
   mandoc groff-base                          # manual page lint
+  clang libclang-rt-14-dev                   # libFuzzer targets (tests/fuzz)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
