@@ -19,4 +19,9 @@ scripts/build.sh build-asan -DRDMACM_SANITIZE=ON
 # unit tests (fault injection, concurrency) under ThreadSanitizer
 scripts/build.sh build-tsan -DRDMACM_TSAN=ON
 (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j2 -L unit)
+
+# the libFuzzer targets (clang), 20 s each from the committed seed corpus
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DRDMACM_FUZZ=ON >/dev/null
+cmake --build build-fuzz --target fuzz -j"$(nproc)"
+(cd build-fuzz && ctest --output-on-failure -L fuzz)
 echo "test.sh: all suites passed in $(( $(date +%s) - start )) s"
