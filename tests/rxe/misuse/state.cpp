@@ -7,16 +7,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "../rxe_env.h"
 #include "table.h"
 
 namespace rdmacm::misuse {
+
+int setup_report_fd = -1;
+
 namespace {
 
-[[noreturn]] void cannot(const char* what) {
-  std::fprintf(stderr, "setup: %s failed: %s\n", what, std::strerror(errno));
-  std::exit(99);
+[[noreturn]] void cannot(const std::string& what) {
+  std::string why = "SETUP " + what + ": " + std::strerror(errno);
+  std::fprintf(stderr, "%s\n", why.c_str());
+  if (setup_report_fd >= 0) (void)!write(setup_report_fd, why.data(), why.size());
+  _exit(99);
 }
 
 template <typename T>
@@ -38,9 +44,8 @@ rdma_cm_event* State::wait(rdma_event_channel* ch, rdma_cm_event_type type) {
   need0(rdma_get_cm_event(ch, &ev), "rdma_get_cm_event");
   if (ev->event != type) {
     errno = 0;
-    std::fprintf(stderr, "setup: got %s, wanted %s\n", rdma_event_str(ev->event),
-                 rdma_event_str(type));
-    std::exit(99);
+    cannot(std::string("got ") + rdma_event_str(ev->event) + " (status " +
+           std::to_string(ev->status) + "), wanted " + rdma_event_str(type));
   }
   return ev;
 }

@@ -56,6 +56,9 @@ struct Row {
   std::string why = "";  // where ours differs from rdma-core: the reason
 };
 
+// Where a row's process reports that its objects could not be made.
+extern int setup_report_fd;
+
 // Result formatting for the calls.
 std::string ret(int r);                  // 0 or -1 with errno
 std::string ptr(const void* p);          // "ptr" or NULL with errno
