@@ -29,7 +29,7 @@ RDMACM_EXPORT int rdma_reject_ece(rdma_cm_id* id, const void* private_data,
 }
 
 RDMACM_EXPORT int rdma_notify(rdma_cm_id* id, ibv_event_type event) {
-  return api::call([&] { return core::notify(id, event); });
+  return api::call([&] { return core::notify(id, static_cast<int>(core::enum_value(event))); });
 }
 
 RDMACM_EXPORT int rdma_disconnect(rdma_cm_id* id) {

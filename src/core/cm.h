@@ -88,12 +88,16 @@ socklen_t addr_len(const sockaddr* addr);
 // application's) type may lie past the C enum's values, which C allows but a
 // C++ read through the enum type does not (undefined; UBSan: "load of value
 // ... which is not a valid value for type 'rdma_cm_event_type'").
-static_assert(sizeof(rdma_cm_event_type) == sizeof(uint32_t));
-inline uint32_t event_type(const rdma_cm_event_type& type) {
+// The same holds for every enum an application hands in (a port space, an
+// ibv_event_type, a QP state): read them with enum_value.
+template <typename E>
+inline uint32_t enum_value(const E& e) {
+  static_assert(sizeof(E) == sizeof(uint32_t));
   uint32_t value;
-  std::memcpy(&value, &type, sizeof(value));
+  std::memcpy(&value, &e, sizeof(value));
   return value;
 }
+inline uint32_t event_type(const rdma_cm_event_type& type) { return enum_value(type); }
 inline void set_event_type(rdma_cm_event_type& type, uint32_t value) {
   std::memcpy(&type, &value, sizeof(value));
 }

@@ -235,7 +235,10 @@ int notify(rdma_cm_id* pub, int event) {
 int init_qp_attr(rdma_cm_id* pub, ibv_qp_attr* attr, int* mask) {
   auto id = find_id(pub);
   if (!id || !attr || !mask) return -EINVAL;
-  return transport().init_qp_attr(id->fd(), id->handle, attr->qp_state, attr, mask);
+  uint32_t state = enum_value(attr->qp_state);  // the application's, maybe past the enum
+  if (state > IBV_QPS_UNKNOWN) return -EINVAL;    // as the kernel answers
+  return transport().init_qp_attr(id->fd(), id->handle, static_cast<ibv_qp_state>(state), attr,
+                                  mask);
 }
 
 int set_local_ece(rdma_cm_id* pub, const ibv_ece* ece) {
