@@ -124,21 +124,12 @@ TEST_F(CmTest, DestroyRacingAReaderCountsTheEventTheReaderHolds) {
   rdma_cm_id* doomed = nullptr;
   ASSERT_EQ(rdma_create_id(channel, &doomed, nullptr, RDMA_PS_TCP), 0);
   fake.queue_event(channel->fd, uid(doomed), RDMA_CM_EVENT_ADDR_ERROR, -1);
-  ASSERT_EQ(fcntl(channel->fd, F_SETFL, fcntl(channel->fd, F_GETFL) | O_NONBLOCK), 0);
   std::atomic<bool> destroyed{false};
-  std::thread destroyer;
-  fake.on_get_event = [&] {
-    destroyer = std::thread([&] {
-      EXPECT_EQ(rdma_destroy_id(doomed), 0);
-      destroyed = true;
-    });
-    // Long enough for the destroy to have told the kernel and be waiting.
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  };
-  rdma_cm_event* ev = nullptr;
   // The event's id is being destroyed: nobody may see it, and it is counted.
-  EXPECT_FAILS_WITH(rdma_get_cm_event(channel, &ev), EAGAIN);
-  destroyer.join();  // the watchdog fails a hang
+  race_reader_with([&] {
+    EXPECT_EQ(rdma_destroy_id(doomed), 0);
+    destroyed = true;
+  });
   EXPECT_TRUE(destroyed);
   EXPECT_EQ(fake.live_ids(), 0u);
 }
@@ -150,15 +141,7 @@ TEST_F(CmTest, RequestForADyingListenerIsRefused) {
   rdma_cm_id* listener = nullptr;
   ASSERT_EQ(rdma_create_id(channel, &listener, nullptr, RDMA_PS_TCP), 0);
   fake.queue_request(channel->fd, uid(listener));
-  ASSERT_EQ(fcntl(channel->fd, F_SETFL, fcntl(channel->fd, F_GETFL) | O_NONBLOCK), 0);
-  std::thread destroyer;
-  fake.on_get_event = [&] {
-    destroyer = std::thread([&] { EXPECT_EQ(rdma_destroy_id(listener), 0); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  };
-  rdma_cm_event* ev = nullptr;
-  EXPECT_FAILS_WITH(rdma_get_cm_event(channel, &ev), EAGAIN);
-  destroyer.join();
+  race_reader_with([&] { EXPECT_EQ(rdma_destroy_id(listener), 0); });
   EXPECT_EQ(fake.live_ids(), 0u) << "the request's kernel id was left behind";
 }
 

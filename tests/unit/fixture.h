@@ -8,6 +8,9 @@
 #include <rdma/rdma_cma.h>
 
 #include <cerrno>
+#include <chrono>
+#include <functional>
+#include <thread>
 
 #include "fake_transport.h"
 
@@ -37,6 +40,25 @@ class CmTest : public ::testing::Test {
   }
   void TearDown() override {
     if (channel) rdma_destroy_event_channel(channel);
+  }
+
+  // The race of a reader with another thread: reads the channel (made
+  // non-blocking) once, with `act` started in a thread right after the fake
+  // kernel has handed the event out and given 100 ms to reach the kernel and
+  // wait there. The event was for an object `act` tears down, so the reader
+  // must get EAGAIN (counted and dropped). Returns once `act` has finished.
+  void race_reader_with(const std::function<void()>& act) {
+    nonblocking(channel->fd);
+    std::thread actor;
+    fake.on_get_event = [&] {
+      actor = std::thread(act);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    };
+    rdma_cm_event* ev = nullptr;
+    errno = 0;
+    EXPECT_EQ(rdma_get_cm_event(channel, &ev), -1);
+    EXPECT_EQ(errno, EAGAIN);
+    actor.join();  // the watchdog fails a hang
   }
 
   FakeTransport fake;
