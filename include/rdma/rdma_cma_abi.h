@@ -6,6 +6,10 @@
  * (cmd, in, out); 'response' fields carry a user pointer the kernel writes
  * the matching *_resp structure to.  These layouts are fixed by the kernel
  * (see the kernel's <rdma/rdma_user_cm.h>) and must not change.
+ *
+ * rdmacm's own kernel provider (providers/ucma) is compiled against this
+ * header, as rdma-core's librdmacm is against its copy: what we ship is what
+ * we speak to the kernel.
  */
 
 #ifndef RDMA_CMA_ABI_H

@@ -8,7 +8,6 @@ using namespace rdmacm;
 
 RDMACM_EXPORT int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id,
                                  void* context, rdma_port_space ps) {
-  if (!id) return api::fail(EINVAL);
   return api::call([&] {
     return core::create_id(channel, id, context, static_cast<int>(core::enum_value(ps)));
   });

@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "core/cm.h"
-#include "core/cm_internal.h"
+#include "core/addrinfo.h"
 #include "core/registry.h"
 
 namespace rdmacm::core {

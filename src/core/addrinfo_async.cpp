@@ -16,9 +16,11 @@
 #include <system_error>
 #include <thread>
 
+#include "core/addrinfo.h"
 #include "core/cm.h"
-#include "core/cm_internal.h"
+#include "core/id_state.h"
 #include "core/objects.h"
+#include "core/user_events.h"
 
 namespace rdmacm::core {
 namespace {

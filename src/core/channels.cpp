@@ -1,12 +1,11 @@
 // Event channels: creation, destruction, and the application's view of
 // their events (get and acknowledge).
 #include <cerrno>
-#include <cstdio>
-#include <string>
 
 #include "core/cm.h"
-#include "core/cm_internal.h"
 #include "core/device_table.h"
+#include "core/events.h"
+#include "core/id_state.h"
 #include "core/objects.h"
 #include "core/transport.h"
 
@@ -28,38 +27,12 @@ int destroy_channel(rdma_event_channel* channel) {
 }
 
 int get_event(rdma_event_channel* channel, rdma_cm_event** out) {
+  if (!out) return -EINVAL;
   auto ch = Objects::get().channels.find(channel);
   if (!ch) return -EINVAL;
   return next_event(*ch, out);
 }
 
-void warn_unacked(const char* call, const void* handle, const CmId* id, const Multicast* group) {
-  std::string names;
-  int n = 0;
-  Objects::get().events.for_each([&](const rdma_cm_event*, const Event& ev) {
-    if ((id && ev.owner.get() == id) || (group && ev.group.get() == group)) {
-      names += n++ ? ", " : "";
-      names += rdma_event_str(ev.pub.event);
-    }
-  });
-  if (n)
-    std::fprintf(stderr,
-                 "librdmacm: %s(%p) has waited 5 s for %d event(s) it reported to be "
-                 "acknowledged with rdma_ack_cm_event: %s; still waiting\n",
-                 call, handle, n, names.c_str());
-  else
-    std::fprintf(stderr,
-                 "librdmacm: %s(%p) has waited 5 s for events another thread has taken "
-                 "from rdma_get_cm_event and not returned; still waiting\n",
-                 call, handle);
-}
-
-int ack_event(rdma_cm_event* event) {
-  auto ev = Objects::get().events.take(event);
-  if (!ev) return -EINVAL;
-  ev->owner->tally.done();
-  if (ev->group) ev->group->tally.done();
-  return 0;
-}
+int ack_event(rdma_cm_event* event) { return release_event(event); }
 
 }  // namespace rdmacm::core

@@ -15,6 +15,8 @@ int create_channel(rdma_event_channel** out);
 int destroy_channel(rdma_event_channel* channel);
 int get_event(rdma_event_channel* channel, rdma_cm_event** out);
 int ack_event(rdma_cm_event* event);
+// rdma_event_str's answer: the enum's name, or "UNKNOWN EVENT" (core/objects.cpp).
+const char* event_name(uint32_t type);
 
 // Identifiers and addressing (core/ids.cpp)
 int create_id(rdma_event_channel* channel, rdma_cm_id** out, void* context,
@@ -80,9 +82,6 @@ int free_devices(ibv_context** list);
 int getaddrinfo(const char* node, const char* service, const rdma_addrinfo* hints,
                 rdma_addrinfo** res, int* gai_error);
 int freeaddrinfo(rdma_addrinfo* res);
-
-// Length of a sockaddr of a family we support; 0 for any other.
-socklen_t addr_len(const sockaddr* addr);
 
 // An event type read or written as the integer it is. A kernel's (or an
 // application's) type may lie past the C enum's values, which C allows but a

@@ -1,13 +1,16 @@
 // Connection establishment and teardown: connect, listen, accept, reject,
-// disconnect, establish, notify, ECE, and the QP transitions they drive.
+// disconnect, establish, notify, ECE (the QP transitions they drive are
+// core/qp_state.cpp's).
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "core/cm.h"
-#include "core/cm_internal.h"
 #include "core/device_table.h"
+#include "core/events.h"
+#include "core/id_state.h"
 #include "core/objects.h"
+#include "core/qp_state.h"
 #include "core/transport.h"
 
 namespace rdmacm::core {
@@ -15,21 +18,6 @@ namespace {
 
 // The reject reason rdma_reject_ece sends (IBTA: vendor option not supported).
 constexpr uint8_t kRejectVendorOptionNotSupported = 35;
-
-bool is_ud(const CmId& id) { return id.pub.qp_type == IBV_QPT_UD; }
-
-int modify(ibv_qp* qp, ibv_qp_attr& attr, int mask) {
-  int err = ibv_modify_qp(qp, &attr, mask);
-  return err > 0 ? -err : err;
-}
-
-// Asks the kernel for the attributes of the given state and applies them.
-int init_and_modify(CmId& id, ibv_qp_state state, ibv_qp_attr& attr, int* mask) {
-  attr = {};
-  if (int err = transport().init_qp_attr(id.fd(), id.handle, state, &attr, mask))
-    return err;
-  return 0;
-}
 
 // rdma-core's checks of an application's connection parameters.
 int validate(const CmId& id, const rdma_conn_param* param) {
@@ -46,9 +34,9 @@ int validate(const CmId& id, const rdma_conn_param* param) {
   return 0;
 }
 
-WireConnParam to_wire(const CmId& id, const rdma_conn_param* src, uint32_t qp_num,
-                      uint8_t srq) {
-  WireConnParam w;
+ucma_abi_conn_param to_kernel(const CmId& id, const rdma_conn_param* src, uint32_t qp_num,
+                              uint8_t srq) {
+  ucma_abi_conn_param w{};
   w.qp_num = qp_num;
   w.srq = srq;
   w.responder_resources = id.responder_resources;
@@ -76,49 +64,6 @@ WireConnParam to_wire(const CmId& id, const rdma_conn_param* src, uint32_t qp_nu
 
 }  // namespace
 
-int modify_qp_rtr(CmId& id, uint8_t responder_resources) {
-  if (!id.pub.qp) return 0;
-  ibv_qp_attr attr;
-  int mask = 0;
-  // Refresh INIT first: the path may have changed since the QP was created.
-  if (int err = init_and_modify(id, IBV_QPS_INIT, attr, &mask)) return err;
-  if (int err = modify(id.pub.qp, attr, mask)) return err;
-  if (int err = init_and_modify(id, IBV_QPS_RTR, attr, &mask)) return err;
-  // The kernel sets RoCE-only mask bits on InfiniBand ports; mask them off
-  // there, as rdma-core does.
-  if (id.device && id.pub.port_num >= 1 &&
-      id.pub.port_num <= id.device->link_layer.size() &&
-      id.device->link_layer[id.pub.port_num - 1] == IBV_LINK_LAYER_INFINIBAND)
-    mask &= ~0xe00000;
-  if (responder_resources != RDMA_MAX_RESP_RES)
-    attr.max_dest_rd_atomic = responder_resources;
-  return modify(id.pub.qp, attr, mask);
-}
-
-int modify_qp_rts(CmId& id, uint8_t initiator_depth) {
-  if (!id.pub.qp) return 0;
-  ibv_qp_attr attr;
-  int mask = 0;
-  if (int err = init_and_modify(id, IBV_QPS_RTS, attr, &mask)) return err;
-  if (initiator_depth != RDMA_MAX_INIT_DEPTH) attr.max_rd_atomic = initiator_depth;
-  return modify(id.pub.qp, attr, mask);
-}
-
-int modify_qp_err(CmId& id) {
-  if (!id.pub.qp) return 0;
-  ibv_qp_attr attr{};
-  attr.qp_state = IBV_QPS_ERR;
-  return modify(id.pub.qp, attr, IBV_QP_STATE);
-}
-
-int finish_connect(CmId& id) {
-  int err = modify_qp_rtr(id, RDMA_MAX_RESP_RES);
-  if (!err) err = modify_qp_rts(id, RDMA_MAX_INIT_DEPTH);
-  if (!err) err = transport().accept(id.fd(), id.handle, 0, WireConnParam{}, id.local_ece);
-  if (err) modify_qp_err(id);
-  return err;
-}
-
 int connect(rdma_cm_id* pub, const rdma_conn_param* param) {
   auto id = find_id(pub);
   if (!id) return -EINVAL;
@@ -138,7 +83,7 @@ int connect(rdma_cm_id* pub, const rdma_conn_param* param) {
   }
   id->connect_error = false;
   if (int err = transport().connect(id->fd(), id->handle,
-                                    to_wire(*id, param, qp_num, srq), id->local_ece))
+                                    to_kernel(*id, param, qp_num, srq), id->local_ece))
     return err;
   id->connect_data.clear();
   return complete(*id);
@@ -175,15 +120,12 @@ int accept(rdma_cm_id* pub, const rdma_conn_param* param) {
     if (int err = modify_qp_rts(*id, id->initiator_depth)) return err;
   }
   if (int err = transport().accept(id->fd(), id->handle, id->uid(),
-                                   to_wire(*id, param, qp_num, srq), id->local_ece)) {
+                                   to_kernel(*id, param, qp_num, srq), id->local_ece)) {
     modify_qp_err(*id);
     return err;
   }
   if (is_ud(*id)) {
-    if (id->sync && id->pub.event) {
-      ack_event(id->pub.event);
-      id->pub.event = nullptr;
-    }
+    if (id->sync) ack_stored_event(*id);
     return 0;
   }
   return complete(*id);
@@ -206,11 +148,7 @@ int disconnect(rdma_cm_id* pub) {
       if (int err = modify_qp_err(*id)) return err;
       break;
     case IBV_TRANSPORT_IWARP:
-      if (id->pub.qp) {
-        ibv_qp_attr attr{};
-        attr.qp_state = IBV_QPS_SQD;
-        if (int err = modify(id->pub.qp, attr, IBV_QP_STATE)) return err;
-      }
+      if (int err = modify_qp_sqd(*id)) return err;
       break;
     default:
       return -EINVAL;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 
-namespace rdmacm {
+namespace rdmacm::core {
 
 DeviceTable& DeviceTable::instance() {
   // Never destroyed: contexts must outlive any id an application leaks.
@@ -75,4 +75,4 @@ Device* DeviceTable::by_guid(uint64_t guid_be) {
   return nullptr;
 }
 
-}  // namespace rdmacm
+}  // namespace rdmacm::core

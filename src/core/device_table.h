@@ -13,7 +13,7 @@
 #include <mutex>
 #include <vector>
 
-namespace rdmacm {
+namespace rdmacm::core {
 
 struct Device {
   ibv_device* dev = nullptr;
@@ -53,4 +53,4 @@ class DeviceTable {
   std::vector<ibv_device**> lists_;  // kept alive: Device::dev points into them
 };
 
-}  // namespace rdmacm
+}  // namespace rdmacm::core

@@ -4,7 +4,9 @@
 #include <cerrno>
 
 #include "core/cm.h"
-#include "core/cm_internal.h"
+#include "core/events.h"
+#include "core/id_state.h"
+#include "core/ids.h"
 #include "core/objects.h"
 
 namespace rdmacm::core {
@@ -77,15 +79,12 @@ int get_request(rdma_cm_id* listen_pub, rdma_cm_id** out) {
   if (!listener->sync) return -EINVAL;  // only for synchronous (endpoint) listeners
   // rdma-core waits for ever here for a request that cannot come.
   if (!listener->listening) return -EINVAL;
-  if (listener->pub.event) {
-    ack_event(listener->pub.event);
-    listener->pub.event = nullptr;
-  }
+  ack_stored_event(*listener);
   rdma_cm_event* ev = nullptr;
   if (int err = next_event(*listener->channel, &ev)) return err;
   int err = 0;
   if (ev->status)
-    err = ev->status < 0 ? ev->status : -ev->status;
+    err = status_error(*ev);
   else if (event_type(ev->event) != RDMA_CM_EVENT_CONNECT_REQUEST)
     err = -EINVAL;
   else if (listener->ep_qp_attr) {

@@ -1,18 +1,22 @@
-// Turning the kernel's events into the application's, with the work
-// rdma-core does on the way: address and route queries, new ids for
-// connection requests, QP transitions on connection responses.
+// The event pump: the kernel's events turned into the application's, with the
+// work rdma-core does on the way (address and route queries, new ids for
+// connection requests, QP transitions on connection responses), and the
+// synchronous calls' wait for their event.
+#include "core/events.h"
+
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "core/cm.h"
-#include "core/cm_internal.h"
+#include "core/id_state.h"
 #include "core/objects.h"
+#include "core/qp_state.h"
 #include "core/transport.h"
+#include "core/user_events.h"
 
 namespace rdmacm::core {
 namespace {
-
-bool is_ud(const CmId& id) { return id.pub.qp_type == IBV_QPT_UD; }
 
 void copy_private_data(Event& ev, const uint8_t* data, uint8_t len,
                        const void** dst, uint8_t* dst_len) {
@@ -22,7 +26,7 @@ void copy_private_data(Event& ev, const uint8_t* data, uint8_t len,
   *dst = ev.private_data;
 }
 
-void copy_conn(Event& ev, const WireConnParam& w) {
+void copy_conn(Event& ev, const ucma_abi_conn_param& w) {
   rdma_conn_param& c = ev.pub.param.conn;
   copy_private_data(ev, w.private_data, w.private_data_len, &c.private_data,
                     &c.private_data_len);
@@ -35,43 +39,37 @@ void copy_conn(Event& ev, const WireConnParam& w) {
   c.qp_num = w.qp_num;
 }
 
-void copy_ud(Event& ev, const WireUdParam& w) {
+void copy_ud(Event& ev, const ucma_abi_ud_param& w) {
   rdma_ud_param& u = ev.pub.param.ud;
   copy_private_data(ev, w.private_data, w.private_data_len, &u.private_data,
                     &u.private_data_len);
-  u.ah_attr = w.ah_attr;
+  ib_uverbs_ah_attr ah = w.ah_attr;  // the converter takes no const
+  ibv_copy_ah_attr_from_kern(&u.ah_attr, &ah);
   u.qp_num = w.qp_num;
   u.qkey = w.qkey;
 }
 
-void copy_params(Event& ev, const CmId& id, const WireEvent& w) {
+// The kernel's param union: datagram or connected, as the id's QP type says.
+void copy_params(Event& ev, const CmId& id, const ucma_abi_event_resp& w) {
   if (is_ud(id))
-    copy_ud(ev, w.ud);
+    copy_ud(ev, w.param.ud);
   else
-    copy_conn(ev, w.conn);
-}
-
-bool transport_is_ib(const CmId& id) {
-  return id.pub.verbs && id.pub.verbs->device->transport_type == IBV_TRANSPORT_IB;
+    copy_conn(ev, w.param.conn);
 }
 
 // A connection request: the kernel made a new id; give it a C++ owner.
-// Returns false (event dropped) if that fails, as rdma-core does.
-bool accept_request(Event& ev, CmId& listener, const WireEvent& w) {
+// Returns false (event dropped) if that fails, as rdma-core does; the new
+// kernel id is destroyed then (nobody would ever accept or reject it).
+bool accept_request(Event& ev, CmId& listener, const ucma_abi_event_resp& w) {
   std::shared_ptr<CmId> id = adopt_id(listener, w.id);
-  if (!id) {
-    uint32_t ignored;
-    transport().destroy_id(listener.fd(), w.id, &ignored);
-    return false;
-  }
-  id->initiator_depth = w.conn.initiator_depth;
-  id->responder_resources = w.conn.responder_resources;
+  if (!id) return false;
+  id->initiator_depth = w.param.conn.initiator_depth;
+  id->responder_resources = w.param.conn.responder_resources;
   id->remote_ece = w.ece;
-  int err = listener.sync ? migrate(*id, nullptr) : 0;
-  if (!err) err = refresh_address(*id);
+  int err = refresh_address(*id);
   if (!err) err = refresh_paths(*id);
   if (err) {
-    destroy_id(&id->pub);
+    discard_id(id);
     return false;
   }
   ev.pub.id = &id->pub;
@@ -85,7 +83,7 @@ bool is_group_event(uint32_t event) {
 
 // A multicast event: reported against the group (uid) and its id. On a join
 // the library attaches the id's QP, unless the group is send-only.
-bool translate_group(const WireEvent& w, Event& ev) {
+bool translate_group(const ucma_abi_event_resp& w, Event& ev) {
   auto group = Objects::get().groups.find(Objects::key(w.uid));
   if (!group) return false;
   std::shared_ptr<CmId> id = group->id;
@@ -103,12 +101,12 @@ bool translate_group(const WireEvent& w, Event& ev) {
   ev.group = group;
   ev.pub.id = &id->pub;
   set_event_type(ev.pub.event, w.event);
-  ev.pub.status = w.status;
-  copy_ud(ev, w.ud);
+  ev.pub.status = static_cast<int32_t>(w.status);
+  copy_ud(ev, w.param.ud);
   ev.pub.param.ud.private_data = group->context;  // rdma-core hands it back here
   if (w.event == RDMA_CM_EVENT_MULTICAST_JOIN) {
-    group->mgid = w.ud.ah_attr.grh.dgid;
-    group->mlid = w.ud.ah_attr.dlid;
+    group->mgid = ev.pub.param.ud.ah_attr.grh.dgid;
+    group->mlid = ev.pub.param.ud.ah_attr.dlid;
     if (id->pub.qp && group->join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER) {
       if (int err = ibv_attach_mcast(id->pub.qp, &group->mgid, group->mlid)) {
         // rdma-core reports -1 here with the reason in errno (measured on
@@ -126,7 +124,7 @@ bool translate_group(const WireEvent& w, Event& ev) {
 // event queued behind it). Returns false when the event is not for the
 // application (unknown or dying id, or consumed here); the kernel still
 // counted it, so its id's tally is settled here.
-bool translate(const WireEvent& w, Event& ev) {
+bool translate(const ucma_abi_event_resp& w, Event& ev) {
   if (is_group_event(w.event)) return translate_group(w, ev);
   bool doorbell = false;
   bool queued = translate_user_event(w.uid, ev, &doorbell);
@@ -149,7 +147,7 @@ bool translate(const WireEvent& w, Event& ev) {
   ev.owner = id;
   ev.pub.id = &id->pub;
   set_event_type(ev.pub.event, w.event);
-  ev.pub.status = w.status;
+  ev.pub.status = static_cast<int32_t>(w.status);
 
   switch (w.event) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
@@ -172,7 +170,7 @@ bool translate(const WireEvent& w, Event& ev) {
       }
       break;
     case RDMA_CM_EVENT_CONNECT_RESPONSE:
-      copy_conn(ev, w.conn);
+      copy_conn(ev, w.param.conn);
       id->remote_ece = w.ece;
       if (id->pub.qp) {
         // With a QP the library completes the handshake itself.
@@ -188,7 +186,7 @@ bool translate(const WireEvent& w, Event& ev) {
         id->tally.done();
         return false;
       }
-      copy_conn(ev, w.conn);
+      copy_conn(ev, w.param.conn);
       if (w.event == RDMA_CM_EVENT_REJECTED) modify_qp_err(*id);
       break;
     case RDMA_CM_EVENT_ESTABLISHED:
@@ -206,48 +204,28 @@ bool translate(const WireEvent& w, Event& ev) {
 
 int next_event(EventChannel& ch, rdma_cm_event** out) {
   for (;;) {
-    WireEvent w;
-    if (int err = transport().get_event(ch.pub.fd, &w)) return err;
+    // Allocated before the kernel counts the event as reported, so that
+    // running out of memory cannot lose a counted event.
     auto ev = std::make_shared<Event>();
+    ucma_abi_event_resp w;
+    if (int err = transport().get_event(ch.pub.fd, &w)) return err;
     if (!translate(w, *ev)) continue;
     *out = &ev->pub;
-    Objects::get().events.add(*out, std::move(ev));
+    try {
+      Objects::get().events.add(*out, ev);
+    } catch (const std::bad_alloc&) {
+      release(*ev);  // never handed out: count it, or its id's destroy hangs
+      throw;
+    }
     return 0;
   }
 }
 
-int refresh_paths(CmId& id) {
-  if (!transport_is_ib(id)) return 0;
-  std::vector<ibv_path_data> data;
-  if (int err = transport().query_path(id.fd(), id.handle, &data)) return err;
-  id.paths.resize(data.size());
-  for (size_t i = 0; i < data.size(); ++i) {
-    const ibv_path_record& p = data[i].path;
-    ibv_sa_path_rec& r = id.paths[i];
-    r = {};
-    r.dgid = p.dgid;
-    r.sgid = p.sgid;
-    r.dlid = p.dlid;
-    r.slid = p.slid;
-    uint32_t fl_hop = be32toh(p.flowlabel_hoplimit);
-    r.flow_label = htobe32(fl_hop >> 8);
-    r.hop_limit = static_cast<uint8_t>(fl_hop);
-    r.traffic_class = p.tclass;
-    r.reversible = p.reversible_numpath >> 7;
-    r.numb_path = 1;
-    r.pkey = p.pkey;
-    r.sl = be16toh(p.qosclass_sl) & 0xF;
-    r.mtu_selector = 2;  // exactly
-    r.mtu = p.mtu & 0x1F;
-    r.rate_selector = 2;
-    r.rate = p.rate & 0x1F;
-    r.packet_life_time_selector = 2;
-    r.packet_life_time = p.packetlifetime & 0x1F;
-    r.preference = static_cast<uint8_t>(data[i].flags);
-  }
-  id.pub.route.path_rec = id.paths.empty() ? nullptr : id.paths.data();
-  id.pub.route.num_paths = static_cast<int>(id.paths.size());
-  return 0;
+int complete(CmId& id) {
+  if (!id.sync) return 0;
+  ack_stored_event(id);
+  if (int err = next_event(*id.channel, &id.pub.event)) return err;
+  return status_error(*id.pub.event);
 }
 
 }  // namespace rdmacm::core

@@ -1,94 +1,29 @@
 // Identifiers: creation, destruction, addressing, options and migration.
-#include <infiniband/ib.h>
+//
+// The one place where an operation reaches sideways: destroy_id's teardown
+// lets go of what the id holds in the other families' files (its queued
+// events, its addrinfo result, its multicast groups). None of them calls
+// back into this file.
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 
+#include "core/addrinfo.h"
 #include "core/cm.h"
-#include "core/cm_internal.h"
-#include "core/device_table.h"
+#include "core/events.h"
+#include "core/id_state.h"
+#include "core/ids.h"
+#include "core/multicast.h"
 #include "core/objects.h"
 #include "core/transport.h"
+#include "core/user_events.h"
 
 namespace rdmacm::core {
-namespace {
-
-// The QP type an id of this port space uses by default; -1 if unknown.
-int default_qp_type(int port_space) {
-  switch (port_space) {
-    case RDMA_PS_TCP:
-    case RDMA_PS_IB:
-      return IBV_QPT_RC;
-    case RDMA_PS_UDP:
-    case RDMA_PS_IPOIB:
-      return IBV_QPT_UD;
-    default:
-      return -1;
-  }
-}
-
-uint16_t port_of(const sockaddr* sa) {
-  switch (sa->sa_family) {
-    case AF_INET:
-      return reinterpret_cast<const sockaddr_in*>(sa)->sin_port;
-    case AF_INET6:
-      return reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port;
-    case AF_IB: {
-      uint64_t sid = be64toh(reinterpret_cast<const sockaddr_ib*>(sa)->sib_sid);
-      return htobe16(static_cast<uint16_t>(sid));
-    }
-    default:
-      return 0;
-  }
-}
-
-// A new private channel for a synchronous id.
-std::shared_ptr<EventChannel> private_channel(int* err) {
-  int fd = transport().open_channel();
-  if (fd < 0) {
-    *err = fd;
-    return nullptr;
-  }
-  return std::make_shared<EventChannel>(fd);
-}
-
-void ack_stored_event(CmId& id) {
-  if (id.pub.event) {
-    ack_event(id.pub.event);
-    id.pub.event = nullptr;
-  }
-}
-
-}  // namespace
-
-socklen_t addr_len(const sockaddr* addr) {
-  if (!addr) return 0;
-  switch (addr->sa_family) {
-    case AF_INET:
-      return sizeof(sockaddr_in);
-    case AF_INET6:
-      return sizeof(sockaddr_in6);
-    case AF_IB:
-      return sizeof(sockaddr_ib);
-    default:
-      return 0;
-  }
-}
-
-std::shared_ptr<CmId> find_id(rdma_cm_id* pub) { return Objects::get().ids.find(pub); }
-
-int complete(CmId& id) {
-  if (!id.sync) return 0;
-  ack_stored_event(id);
-  if (int err = next_event(*id.channel, &id.pub.event)) return err;
-  const rdma_cm_event& ev = *id.pub.event;
-  if (!ev.status) return 0;
-  if (event_type(ev.event) == RDMA_CM_EVENT_REJECTED) return -ECONNREFUSED;
-  return ev.status < 0 ? ev.status : -ev.status;
-}
 
 int create_id(rdma_event_channel* channel, rdma_cm_id** out, void* context,
               int port_space) {
+  if (!out) return -EINVAL;
   int qp_type = default_qp_type(port_space);
   if (qp_type < 0) return -EINVAL;
   return create_id_typed(channel, out, context, port_space, qp_type);
@@ -116,21 +51,15 @@ int create_id_typed(rdma_event_channel* channel, rdma_cm_id** out, void* context
                                       static_cast<uint16_t>(port_space),
                                       static_cast<uint8_t>(qp_type), &id->handle))
     return err;
-  Objects::get().publish(id);
+  try {
+    Objects::get().publish(id);
+  } catch (const std::bad_alloc&) {
+    uint32_t ignored;
+    transport().destroy_id(id->fd(), id->handle, &ignored);
+    throw;
+  }
   *out = &id->pub;
   return 0;
-}
-
-std::shared_ptr<CmId> adopt_id(const CmId& listener, uint32_t handle) {
-  auto id = std::make_shared<CmId>();
-  id->channel = std::atomic_load(&listener.channel);  // it may be migrating: see CmId::fd()
-  id->handle = handle;
-  id->pub.channel = &id->channel->pub;
-  id->pub.context = listener.pub.context;
-  id->pub.ps = listener.pub.ps;
-  id->pub.qp_type = listener.pub.qp_type;
-  Objects::get().publish(id);
-  return id;
 }
 
 int destroy_id(rdma_cm_id* pub) {
@@ -157,26 +86,6 @@ int destroy_id(rdma_cm_id* pub) {
   objs.detach(*id);
   forget_groups(*id);  // the kernel left them with the id
   return 0;
-}
-
-int refresh_address(CmId& id) {
-  WireAddr a;
-  if (int err = transport().query_addr(id.fd(), id.handle, &a)) return err;
-  rdma_addr& addr = id.pub.route.addr;
-  std::memcpy(&addr.src_storage, &a.src, sizeof(a.src));
-  std::memcpy(&addr.dst_storage, &a.dst, sizeof(a.dst));
-  if (!id.device && a.node_guid) {
-    id.device = DeviceTable::instance().by_guid(a.node_guid);
-    if (!id.device) return -ENODEV;
-    id.pub.verbs = id.device->ctx;
-    id.pub.pd = id.device->pd;
-    id.pub.port_num = a.port_num;
-    addr.addr.ibaddr.pkey = a.pkey;
-  }
-  if (!id.pub.verbs || id.pub.verbs->device->transport_type != IBV_TRANSPORT_IB)
-    return 0;
-  return transport().query_gid(id.fd(), id.handle, addr.addr.ibaddr.sgid.raw,
-                               addr.addr.ibaddr.dgid.raw);
 }
 
 int bind_addr(rdma_cm_id* pub, const sockaddr* addr) {
@@ -229,6 +138,9 @@ int set_option(rdma_cm_id* pub, int level, int name, const void* value, size_t l
   return transport().set_option(id->fd(), id->handle, level, name, value, len);
 }
 
+namespace {
+
+// Moves the id to a new channel (nullptr: a private synchronous one).
 int migrate(CmId& id, const std::shared_ptr<EventChannel>& to) {
   std::shared_ptr<EventChannel> target = to;
   int err = 0;
@@ -250,6 +162,8 @@ int migrate(CmId& id, const std::shared_ptr<EventChannel>& to) {
                 [&] { warn_unacked("rdma_migrate_id", &id.pub, &id); });
   return 0;
 }
+
+}  // namespace
 
 int migrate_id(rdma_cm_id* pub, rdma_event_channel* channel) {
   auto id = find_id(pub);

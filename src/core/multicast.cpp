@@ -3,13 +3,23 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/multicast.h"
+
 #include "core/cm.h"
-#include "core/cm_internal.h"
+#include "core/events.h"
+#include "core/id_state.h"
 #include "core/objects.h"
 #include "core/transport.h"
 
 namespace rdmacm::core {
 namespace {
+
+// Drops one group of an id from the tables.
+void forget_group(CmId& id, const Multicast& group) {
+  Objects::get().groups.take(Objects::key(group.uid()));
+  std::lock_guard lock(id.mc_mutex);
+  std::erase_if(id.groups, [&](const auto& g) { return g.get() == &group; });
+}
 
 int join(rdma_cm_id* pub, const sockaddr* addr, uint16_t flags, void* context) {
   auto id = find_id(pub);
@@ -38,12 +48,6 @@ int join(rdma_cm_id* pub, const sockaddr* addr, uint16_t flags, void* context) {
 }
 
 }  // namespace
-
-void forget_group(CmId& id, const Multicast& group) {
-  Objects::get().groups.take(Objects::key(group.uid()));
-  std::lock_guard lock(id.mc_mutex);
-  std::erase_if(id.groups, [&](const auto& g) { return g.get() == &group; });
-}
 
 int join_multicast(rdma_cm_id* id, const sockaddr* addr, void* context) {
   return join(id, addr, RDMA_MC_JOIN_FLAG_FULLMEMBER, context);

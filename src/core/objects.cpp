@@ -1,10 +1,12 @@
 #include "core/objects.h"
 
+#include "core/cm.h"
+
 #include <unistd.h>
 
 #include <chrono>
 
-namespace rdmacm {
+namespace rdmacm::core {
 
 EventChannel::~EventChannel() {
   if (pub.fd >= 0) ::close(pub.fd);
@@ -29,15 +31,38 @@ void EventTally::wait(uint32_t reported, const std::function<void()>& on_stall) 
   cv_.wait(lock, counted);
 }
 
+const char* event_name(uint32_t type) {
+  // Indexed by enum rdma_cm_event_type; the same strings as rdma-core.
+  static const char* const names[] = {
+      "RDMA_CM_EVENT_ADDR_RESOLVED",    "RDMA_CM_EVENT_ADDR_ERROR",
+      "RDMA_CM_EVENT_ROUTE_RESOLVED",   "RDMA_CM_EVENT_ROUTE_ERROR",
+      "RDMA_CM_EVENT_CONNECT_REQUEST",  "RDMA_CM_EVENT_CONNECT_RESPONSE",
+      "RDMA_CM_EVENT_CONNECT_ERROR",    "RDMA_CM_EVENT_UNREACHABLE",
+      "RDMA_CM_EVENT_REJECTED",         "RDMA_CM_EVENT_ESTABLISHED",
+      "RDMA_CM_EVENT_DISCONNECTED",     "RDMA_CM_EVENT_DEVICE_REMOVAL",
+      "RDMA_CM_EVENT_MULTICAST_JOIN",   "RDMA_CM_EVENT_MULTICAST_ERROR",
+      "RDMA_CM_EVENT_ADDR_CHANGE",      "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+      "RDMA_CM_EVENT_ADDRINFO_RESOLVED", "RDMA_CM_EVENT_ADDRINFO_ERROR",
+      "RDMA_CM_EVENT_USER",             "RDMA_CM_EVENT_INTERNAL",
+  };
+  return type < sizeof(names) / sizeof(names[0]) ? names[type] : "UNKNOWN EVENT";
+}
+
 Objects& Objects::get() {
   static Objects* objects = new Objects;
   return *objects;
 }
 
 void Objects::publish(const std::shared_ptr<CmId>& id) {
-  attached.add(key(id->uid()), id);
-  handles.add(handle_key(id->handle), id);
-  ids.add(&id->pub, id);
+  try {
+    attached.add(key(id->uid()), id);
+    handles.add(handle_key(id->handle), id);
+    ids.add(&id->pub, id);
+  } catch (...) {  // std::bad_alloc: all three or none
+    detach(*id);
+    ids.take_if(&id->pub, id.get());
+    throw;
+  }
 }
 
 void Objects::detach(const CmId& id) {
@@ -45,4 +70,4 @@ void Objects::detach(const CmId& id) {
   handles.take_if(handle_key(id.handle), &id);
 }
 
-}  // namespace rdmacm
+}  // namespace rdmacm::core

@@ -1,4 +1,25 @@
 // The C++ owners of the public handles, and the process-wide tables of them.
+//
+// Locking discipline (read before adding a lock or a kernel call under one):
+// - Leaf locks: every Registry's table lock, EventTally's, CmId::mc_mutex,
+//   CmId::user_mutex and DeviceTable's. Nothing else is taken while one is
+//   held, with two exceptions: a Registry::for_each callback (warn_unacked)
+//   reads events without locking them, and ring_user_event/move_user_events
+//   hold user_mutex across the kernel commands that ring or move a doorbell
+//   (a resolve or create on the library's own doorbell id: never blocking).
+// - No lock is held across a kernel command that can block (GET_EVENT, or any
+//   command the kernel may sleep in for long) or across EventTally::wait.
+// - Deliberately unlocked, as in rdma-core: the public rdma_cm_id fields and
+//   the connection state below them (device, initiator_depth, connect_data,
+//   paths, local/remote ECE, ep_qp_attr). The application owns an id and must
+//   not race calls on the same id, except destroy against a reader of its
+//   channel, which the tallies and shared ownership make safe. What another
+//   thread does read concurrently is atomic (channel via std::atomic_load,
+//   sync, listening, destroying, user_reported).
+// - Ownership loops, broken by hand when an id is destroyed: CmId::groups <->
+//   Multicast::id (forget_groups) and CmId::pending_events <-> UserEvent::id
+//   (cancel_user_events). Both are owned both ways on purpose: an event for a
+//   group or a queued event must keep its id alive while a reader holds it.
 #pragma once
 
 #include <rdma/rdma_cma.h>
@@ -14,11 +35,11 @@
 #include "core/registry.h"
 #include "core/transport.h"
 
-namespace rdmacm {
+namespace rdmacm::core {
 
 struct Device;
-class CmId;
-class UserEvent;
+struct CmId;
+struct UserEvent;
 
 // Counts events the application has acknowledged, so that whoever tears
 // down their source can wait until it has acknowledged as many as the kernel
@@ -38,8 +59,7 @@ class EventTally {
 };
 
 // A multicast group joined through an id (its kernel handle and address).
-class Multicast {
- public:
+struct Multicast {
   std::shared_ptr<CmId> id;
   void* context = nullptr;
   uint32_t handle = 0;
@@ -66,8 +86,7 @@ class EventChannel {
 };
 
 // An rdma_cm_id and what the library tracks about it.
-class CmId {
- public:
+struct CmId {
   rdma_cm_id pub{};
   uint32_t handle = 0;                    // the kernel's id
   std::shared_ptr<EventChannel> channel;  // keeps the fd open while we live
@@ -80,8 +99,8 @@ class CmId {
   uint8_t initiator_depth = 0;
   uint8_t responder_resources = 0;
   bool connect_error = false;  // a failed response: drop the trailing events
-  WireEce local_ece;
-  WireEce remote_ece;
+  ucma_abi_ece local_ece{};
+  ucma_abi_ece remote_ece{};
   std::vector<ibv_sa_path_rec> paths;  // what pub.route.path_rec points to
   std::vector<uint8_t> connect_data;   // prefix of the next connect/accept data
   std::unique_ptr<ibv_qp_init_attr> ep_qp_attr;  // passive endpoints' QPs
@@ -109,8 +128,7 @@ class CmId {
 
 // An event queued on an id's channel from user space. Its doorbell is a
 // kernel id of the library's own on the same channel (see user_events.cpp).
-class UserEvent {
- public:
+struct UserEvent {
   std::shared_ptr<CmId> id;
   std::shared_ptr<EventChannel> channel;  // where the doorbell lives
   uint32_t doorbell = 0;                  // its kernel handle
@@ -123,8 +141,7 @@ class UserEvent {
 };
 
 // An rdma_cm_event handed to the application; owns its private data copy.
-class Event {
- public:
+struct Event {
   rdma_cm_event pub{};
   // The id the kernel counted this event against, whose destroy waits for
   // its acknowledgement. For a connection request that is the listener, not
@@ -159,4 +176,4 @@ struct Objects {
   void detach(const CmId& id);
 };
 
-}  // namespace rdmacm
+}  // namespace rdmacm::core

@@ -4,19 +4,15 @@
 #include <cstring>
 
 #include "core/cm.h"
-#include "core/cm_internal.h"
+#include "core/id_state.h"
+#include "core/multicast.h"
 #include "core/objects.h"
-#include "core/transport.h"
+#include "core/qp_state.h"
 
 namespace rdmacm::core {
 namespace {
 
 int last_errno() { return errno ? -errno : -ENOMEM; }
-
-int modify(ibv_qp* qp, ibv_qp_attr& attr, int mask) {
-  int err = ibv_modify_qp(qp, &attr, mask);
-  return err > 0 ? -err : err;
-}
 
 void destroy_cqs(rdma_cm_id& id) {
   if (id.recv_cq) {
@@ -51,23 +47,6 @@ int create_cqs(rdma_cm_id& id, uint32_t send_size, uint32_t recv_size) {
   if (!err && send_size) err = create_cq(id, send_size, &id.send_cq_channel, &id.send_cq);
   if (err) destroy_cqs(id);
   return err;
-}
-
-// Connected QPs go to INIT now, RTR/RTS when the connection forms; UD QPs
-// go all the way to RTS, since they need no peer.
-int init_qp(CmId& id, ibv_qp* qp) {
-  ibv_qp_attr attr{};
-  int mask = 0;
-  if (int err = transport().init_qp_attr(id.fd(), id.handle, IBV_QPS_INIT, &attr, &mask))
-    return err;
-  if (int err = modify(qp, attr, mask)) return err;
-  if (id.pub.qp_type != IBV_QPT_UD) return 0;
-  attr = {};
-  attr.qp_state = IBV_QPS_RTR;
-  if (int err = modify(qp, attr, IBV_QP_STATE)) return err;
-  attr.qp_state = IBV_QPS_RTS;
-  attr.sq_psn = 0;
-  return modify(qp, attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
 
 }  // namespace
@@ -114,7 +93,7 @@ int create_qp_ex(rdma_cm_id* pub, ibv_qp_init_attr_ex* attr) {
     id->local_ece.vendor_id = ece.vendor_id;
     id->local_ece.attr_mod = ece.options;
   }
-  if (int err = init_qp(*id, qp)) {
+  if (int err = modify_qp_init(*id, qp)) {
     ibv_destroy_qp(qp);
     destroy_cqs(p);
     return err;

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-namespace rdmacm {
+namespace rdmacm::core {
 
 template <typename Public, typename Owner>
 class Registry {
@@ -64,9 +64,9 @@ class Registry {
   std::unordered_map<const Public*, std::shared_ptr<Owner>> live_;
 };
 
-}  // namespace rdmacm
+}  // namespace rdmacm::core
 
-namespace rdmacm {
+namespace rdmacm::core {
 
 // Plain pointers the library handed out (malloc'd lists, address infos), so
 // that freeing a foreign or already freed pointer is refused, not executed.
@@ -88,4 +88,4 @@ class PointerSet {
   std::unordered_set<T*> live_;
 };
 
-}  // namespace rdmacm
+}  // namespace rdmacm::core

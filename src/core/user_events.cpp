@@ -14,8 +14,10 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "core/user_events.h"
+
 #include "core/cm.h"
-#include "core/cm_internal.h"
+#include "core/id_state.h"
 #include "core/objects.h"
 #include "core/transport.h"
 

@@ -46,7 +46,6 @@
 
 namespace {
 
-using rdmacm::WireEvent;
 
 // Checks the library's answers: a failure is a finding like a crash.
 [[noreturn]] void failed(const char* what, int line) {
@@ -89,12 +88,12 @@ class World {
 
  private:
   void queue();
-  uint32_t queue_raw(int fd, const WireEvent& w);
+  uint32_t queue_raw(int fd, const ucma_abi_event_resp& w);
   const char* name(const rdma_cm_id* id) const;
-  void queue_for_id(WireEvent& w);
-  void queue_for_group(WireEvent& w);
-  void queue_stray(WireEvent& w);
-  WireEvent event();
+  void queue_for_id(ucma_abi_event_resp& w);
+  void queue_for_group(ucma_abi_event_resp& w);
+  void queue_stray(ucma_abi_event_resp& w);
+  ucma_abi_event_resp event();
   uint32_t id_event_type();
   uint32_t pick_handle();
   rdma_event_channel* pick_channel() { return channels_[in_.ConsumeBool()]; }
@@ -216,13 +215,13 @@ void World::step() {
       break;
     case 11:
       // What query_addr answers from now on (ports and addresses read back).
-      in_.ConsumeData(&fake_.addr.src, sizeof(fake_.addr.src));
-      in_.ConsumeData(&fake_.addr.dst, sizeof(fake_.addr.dst));
+      in_.ConsumeData(&fake_.addr.src_addr, sizeof(fake_.addr.src_addr));
+      in_.ConsumeData(&fake_.addr.dst_addr, sizeof(fake_.addr.dst_addr));
       break;
   }
 }
 
-uint32_t World::queue_raw(int fd, const WireEvent& w) {
+uint32_t World::queue_raw(int fd, const ucma_abi_event_resp& w) {
   uint32_t handle = fake_.queue_raw(fd, w);
   trace("queue fd %d: event %u status %d uid %#llx handle %u\n", fd, w.event, w.status,
         static_cast<unsigned long long>(w.uid), handle);
@@ -239,7 +238,7 @@ const char* World::name(const rdma_cm_id* id) const {
 }
 
 void World::queue() {
-  WireEvent w = event();
+  ucma_abi_event_resp w = event();
   switch (in_.ConsumeIntegralInRange(0, 2)) {
     case 0:
       queue_for_id(w);
@@ -255,7 +254,7 @@ void World::queue() {
 
 // An event of one of our ids (connection requests' included), on its channel;
 // a request may bring events of its new id behind it.
-void World::queue_for_id(WireEvent& w) {
+void World::queue_for_id(ucma_abi_event_resp& w) {
   std::vector<rdma_cm_id*> ids;
   for (rdma_cm_id* id : {tcp_, udp_, listener_, mc_, sync_})
     if (readable(id->channel)) ids.push_back(id);
@@ -270,7 +269,7 @@ void World::queue_for_id(WireEvent& w) {
   // id's, the library moves the new id to a channel of its own).
   if (w.event != RDMA_CM_EVENT_CONNECT_REQUEST || id == sync_) return;
   for (int n = in_.ConsumeIntegralInRange(0, 2); n > 0; --n) {
-    WireEvent next = event();
+    ucma_abi_event_resp next = event();
     next.event = id_event_type();
     next.uid = 0;
     next.id = handle;
@@ -278,7 +277,7 @@ void World::queue_for_id(WireEvent& w) {
   }
 }
 
-void World::queue_for_group(WireEvent& w) {
+void World::queue_for_group(ucma_abi_event_resp& w) {
   std::vector<const Group*> live;
   for (const Group& g : groups_)
     if (readable(g.id->channel)) live.push_back(&g);
@@ -291,7 +290,7 @@ void World::queue_for_group(WireEvent& w) {
 
 // An event of no object of ours, or of a kernel id the library made for itself
 // (a doorbell), on any channel.
-void World::queue_stray(WireEvent& w) {
+void World::queue_stray(ucma_abi_event_resp& w) {
   constexpr uint64_t kStray = 1ull << 62;
   std::vector<std::pair<uint32_t, uint64_t>> made;  // kernel ids with a uid
   for (const auto& kid : fake_.kernel_ids())
@@ -327,8 +326,8 @@ uint32_t World::id_event_type() {
 
 // A raw event: every field from the input (uid, and the type where it must
 // match the object, are set by the caller).
-WireEvent World::event() {
-  WireEvent w;
+ucma_abi_event_resp World::event() {
+  ucma_abi_event_resp w{};
   w.event = in_.ConsumeBool() ? in_.ConsumeIntegralInRange<uint32_t>(0, RDMA_CM_EVENT_INTERNAL + 1)
                               : in_.ConsumeIntegral<uint32_t>();
   w.status = in_.ConsumeIntegral<int32_t>();
@@ -339,21 +338,28 @@ WireEvent World::event() {
     std::vector<uint8_t> bytes = in_.ConsumeBytes<uint8_t>(*len);
     std::copy(bytes.begin(), bytes.end(), buf);
   };
-  data(w.conn.private_data, &w.conn.private_data_len);
-  w.conn.qp_num = in_.ConsumeIntegral<uint32_t>();
-  w.conn.srq = in_.ConsumeIntegral<uint8_t>();
-  w.conn.responder_resources = in_.ConsumeIntegral<uint8_t>();
-  w.conn.initiator_depth = in_.ConsumeIntegral<uint8_t>();
-  w.conn.flow_control = in_.ConsumeIntegral<uint8_t>();
-  w.conn.retry_count = in_.ConsumeIntegral<uint8_t>();
-  w.conn.rnr_retry_count = in_.ConsumeIntegral<uint8_t>();
-  w.conn.valid = in_.ConsumeIntegral<uint8_t>();
-  data(w.ud.private_data, &w.ud.private_data_len);
-  w.ud.qp_num = in_.ConsumeIntegral<uint32_t>();
-  w.ud.qkey = in_.ConsumeIntegral<uint32_t>();
-  in_.ConsumeData(&w.ud.ah_attr, sizeof(w.ud.ah_attr));
+  // The kernel's param union, read by the library as the id's QP type says.
+  ucma_abi_conn_param conn{};
+  data(conn.private_data, &conn.private_data_len);
+  conn.qp_num = in_.ConsumeIntegral<uint32_t>();
+  conn.srq = in_.ConsumeIntegral<uint8_t>();
+  conn.responder_resources = in_.ConsumeIntegral<uint8_t>();
+  conn.initiator_depth = in_.ConsumeIntegral<uint8_t>();
+  conn.flow_control = in_.ConsumeIntegral<uint8_t>();
+  conn.retry_count = in_.ConsumeIntegral<uint8_t>();
+  conn.rnr_retry_count = in_.ConsumeIntegral<uint8_t>();
+  conn.valid = in_.ConsumeIntegral<uint8_t>();
+  ucma_abi_ud_param ud{};
+  data(ud.private_data, &ud.private_data_len);
+  ud.qp_num = in_.ConsumeIntegral<uint32_t>();
+  ud.qkey = in_.ConsumeIntegral<uint32_t>();
+  in_.ConsumeData(&ud.ah_attr, sizeof(ud.ah_attr));
   w.ece.vendor_id = in_.ConsumeIntegral<uint32_t>();
   w.ece.attr_mod = in_.ConsumeIntegral<uint32_t>();
+  if (in_.ConsumeBool())
+    w.param.ud = ud;
+  else
+    w.param.conn = conn;
   return w;
 }
 

@@ -50,7 +50,7 @@ int FakeTransport::replied(const char* command, int fd, uint32_t id, uint64_t ui
   auto it = replies_.find(command);
   if (err || it == replies_.end()) return err;
   auto known = ids_.find(id);
-  WireEvent w;
+  ucma_abi_event_resp w{};
   w.uid = uid ? uid : known == ids_.end() ? 0 : known->second;
   w.id = id;
   w.event = it->second;
@@ -60,7 +60,7 @@ int FakeTransport::replied(const char* command, int fd, uint32_t id, uint64_t ui
 
 void FakeTransport::queue_event(int fd, uint64_t uid, uint32_t event, int32_t status) {
   std::lock_guard lock(mutex_);
-  WireEvent w;
+  ucma_abi_event_resp w{};
   w.uid = uid;
   w.event = event;
   w.status = status;
@@ -72,7 +72,7 @@ void FakeTransport::queue_event(int fd, uint64_t uid, uint32_t event, int32_t st
 uint32_t FakeTransport::queue_request(int fd, uint64_t listener_uid) {
   // One critical section: a reader may take the event as soon as it is queued.
   std::lock_guard lock(mutex_);
-  WireEvent w;
+  ucma_abi_event_resp w{};
   w.uid = listener_uid;
   w.id = next_id_++;
   w.event = 4;  // RDMA_CM_EVENT_CONNECT_REQUEST
@@ -81,7 +81,7 @@ uint32_t FakeTransport::queue_request(int fd, uint64_t listener_uid) {
   return w.id;
 }
 
-uint32_t FakeTransport::queue_raw(int fd, WireEvent w) {
+uint32_t FakeTransport::queue_raw(int fd, ucma_abi_event_resp w) {
   std::lock_guard lock(mutex_);
   if (w.event == 4 /* RDMA_CM_EVENT_CONNECT_REQUEST */) {
     w.id = next_id_++;
@@ -91,7 +91,7 @@ uint32_t FakeTransport::queue_raw(int fd, WireEvent w) {
   return w.id;
 }
 
-void FakeTransport::push(int fd, const WireEvent& w) {
+void FakeTransport::push(int fd, const ucma_abi_event_resp& w) {
   queues_[fd].push_back(w);
   uint64_t one = 1;
   (void)!::write(fd, &one, sizeof(one));  // make the fd readable
@@ -156,7 +156,7 @@ int FakeTransport::destroy_id(int fd, uint32_t id, uint32_t* events_reported) {
   return 0;
 }
 
-bool FakeTransport::owns(uint32_t id, const WireEvent& w) const {
+bool FakeTransport::owns(uint32_t id, const ucma_abi_event_resp& w) const {
   if (w.event == 4 /* RDMA_CM_EVENT_CONNECT_REQUEST */) {
     auto it = ids_.find(id);
     return it != ids_.end() && it->second && w.uid == it->second;
@@ -170,7 +170,7 @@ void FakeTransport::purge(int fd, uint32_t id) {
   // go with it, and its pending requests with their new ids.
   auto& q = queues_[fd];
   bool had = !q.empty();
-  std::erase_if(q, [&](const WireEvent& w) {
+  std::erase_if(q, [&](const ucma_abi_event_resp& w) {
     if (!owns(id, w)) return false;
     if (w.event == 4 /* RDMA_CM_EVENT_CONNECT_REQUEST */) ids_.erase(w.id);
     return true;
@@ -184,7 +184,7 @@ int FakeTransport::bind(int, uint32_t id, const sockaddr* addr, socklen_t len) {
   std::lock_guard lock(mutex_);
   if (int err = injected("bind")) return err;
   if (!ids_.count(id)) return -EINVAL;
-  std::memcpy(&addr_.src, addr, len);
+  std::memcpy(&addr_.src_addr, addr, len);
   return 0;
 }
 
@@ -193,9 +193,9 @@ int FakeTransport::resolve_addr(int fd, uint32_t id, const sockaddr*, socklen_t,
   std::lock_guard lock(mutex_);
   if (int err = injected("resolve_addr")) return err;
   if (!ids_.count(id)) return -EINVAL;
-  std::memcpy(&addr_.dst, dst, dst_len);
+  std::memcpy(&addr_.dst_addr, dst, dst_len);
   if (!resolve_reports) return 0;
-  WireEvent w;
+  ucma_abi_event_resp w{};
   w.uid = ids_[id];
   w.id = id;  // by handle: a request's id has no uid yet (uid 0)
   w.event = 0;  // RDMA_CM_EVENT_ADDR_RESOLVED
@@ -203,13 +203,13 @@ int FakeTransport::resolve_addr(int fd, uint32_t id, const sockaddr*, socklen_t,
   return 0;
 }
 
-int FakeTransport::query_addr(int, uint32_t id, WireAddr* out) {
+int FakeTransport::query_addr(int, uint32_t id, ucma_abi_query_addr_resp* out) {
   std::lock_guard lock(mutex_);
   if (int err = injected("query_addr")) return err;
   if (!ids_.count(id)) return -EINVAL;
   *out = addr;
-  out->src = addr_.src;
-  out->dst = addr_.dst;
+  out->src_addr = addr_.src_addr;
+  out->dst_addr = addr_.dst_addr;
   return 0;
 }
 
@@ -219,7 +219,7 @@ int FakeTransport::query_gid(int, uint32_t id, uint8_t sgid[16], uint8_t dgid[16
   return simple("query_gid", id);
 }
 
-int FakeTransport::get_event(int fd, WireEvent* out) {
+int FakeTransport::get_event(int fd, ucma_abi_event_resp* out) {
   std::unique_lock lock(mutex_);
   if (int err = injected("get_event")) return err;
   auto& q = queues_[fd];
@@ -257,7 +257,7 @@ int FakeTransport::query_path(int, uint32_t id, std::vector<ibv_path_data>* out)
   return simple("query_path", id);
 }
 
-int FakeTransport::connect(int fd, uint32_t id, const WireConnParam& param, const WireEce&) {
+int FakeTransport::connect(int fd, uint32_t id, const ucma_abi_conn_param& param, const ucma_abi_ece&) {
   {
     std::lock_guard lock(mutex_);
     last_conn = param;
@@ -267,8 +267,8 @@ int FakeTransport::connect(int fd, uint32_t id, const WireConnParam& param, cons
 
 int FakeTransport::listen(int, uint32_t id, int) { return simple("listen", id); }
 
-int FakeTransport::accept(int fd, uint32_t id, uint64_t uid, const WireConnParam& param,
-                          const WireEce&) {
+int FakeTransport::accept(int fd, uint32_t id, uint64_t uid, const ucma_abi_conn_param& param,
+                          const ucma_abi_ece&) {
   {
     std::lock_guard lock(mutex_);
     last_conn = param;
@@ -321,14 +321,14 @@ int FakeTransport::migrate_id(int new_fd, uint32_t id, int old_fd, uint32_t* eve
   if (!migrate_moves_events || new_fd == old_fd) return 0;
   auto& from = queues_[old_fd];
   bool had = !from.empty();
-  std::vector<WireEvent> moving;
-  std::erase_if(from, [&](const WireEvent& w) {
+  std::vector<ucma_abi_event_resp> moving;
+  std::erase_if(from, [&](const ucma_abi_event_resp& w) {
     if (owns(id, w)) moving.push_back(w);
     return owns(id, w);
   });
   uint64_t count;
   if (had && from.empty()) (void)!::read(old_fd, &count, sizeof(count));
-  for (const WireEvent& w : moving) push(new_fd, w);
+  for (const ucma_abi_event_resp& w : moving) push(new_fd, w);
   return 0;
 }
 

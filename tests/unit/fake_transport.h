@@ -15,10 +15,12 @@
 
 namespace rdmacm::testing {
 
+using namespace rdmacm::core;
+
 class FakeTransport : public Transport {
  public:
   FakeTransport() { set_transport(this); }
-  ~FakeTransport() override { set_transport(nullptr); }
+  ~FakeTransport() { set_transport(nullptr); }
 
   // Makes the next call of this command ("create_id", "bind", ...) fail.
   void fail_next(const std::string& command, int err);
@@ -33,7 +35,7 @@ class FakeTransport : public Transport {
   // handle is replaced by a new kernel id, since the kernel makes one for
   // every request (a handle it already uses would be no kernel's answer).
   // Returns the handle queued.
-  uint32_t queue_raw(int fd, WireEvent w);
+  uint32_t queue_raw(int fd, ucma_abi_event_resp w);
   // The kernel ids alive: handle -> the uid they were created with.
   std::map<uint32_t, uint64_t> kernel_ids() const;
   // Events the kernel would count as reported for this id (delivered by
@@ -42,7 +44,7 @@ class FakeTransport : public Transport {
   // Kernel ids currently alive.
   size_t live_ids() const;
   // The address query answer for every id.
-  WireAddr addr;
+  ucma_abi_query_addr_resp addr;
   // When set, resolve_addr queues ADDR_RESOLVED for the id at once (as the
   // kernel does for the loopback address).
   bool resolve_reports = false;
@@ -76,16 +78,16 @@ class FakeTransport : public Transport {
   int resolve_addr(int fd, uint32_t id, const sockaddr* src, socklen_t src_len,
                    const sockaddr* dst, socklen_t dst_len,
                    uint32_t timeout_ms) override;
-  int query_addr(int fd, uint32_t id, WireAddr* out) override;
+  int query_addr(int fd, uint32_t id, ucma_abi_query_addr_resp* out) override;
   int query_gid(int fd, uint32_t id, uint8_t sgid[16], uint8_t dgid[16]) override;
-  int get_event(int fd, WireEvent* out) override;
+  int get_event(int fd, ucma_abi_event_resp* out) override;
   int resolve_route(int fd, uint32_t id, uint32_t timeout_ms) override;
   int query_path(int fd, uint32_t id, std::vector<ibv_path_data>* out) override;
-  int connect(int fd, uint32_t id, const WireConnParam& param,
-              const WireEce& ece) override;
+  int connect(int fd, uint32_t id, const ucma_abi_conn_param& param,
+              const ucma_abi_ece& ece) override;
   int listen(int fd, uint32_t id, int backlog) override;
-  int accept(int fd, uint32_t id, uint64_t uid, const WireConnParam& param,
-             const WireEce& ece) override;
+  int accept(int fd, uint32_t id, uint64_t uid, const ucma_abi_conn_param& param,
+             const ucma_abi_ece& ece) override;
   int reject(int fd, uint32_t id, const void* private_data,
              uint8_t private_data_len, uint8_t reason) override;
   int disconnect(int fd, uint32_t id) override;
@@ -101,7 +103,7 @@ class FakeTransport : public Transport {
   int leave_mcast(int fd, uint32_t mc_handle, uint32_t* events_reported) override;
 
   // The last connection parameters handed to connect or accept.
-  WireConnParam last_conn;
+  ucma_abi_conn_param last_conn;
   // The uid the library gave the last join: the kernel reports the group's
   // events (MULTICAST_JOIN, MULTICAST_ERROR) against it.
   uint64_t last_join_uid = 0;
@@ -113,13 +115,13 @@ class FakeTransport : public Transport {
   // Common body of the commands that only act on a live id.
   int simple(const char* command, uint32_t id);
   // Appends to the channel's queue and wakes it (mutex_ held).
-  void push(int fd, const WireEvent& w);
+  void push(int fd, const ucma_abi_event_resp& w);
   // The kernel counts delivered events per id: by uid, or by handle for an
   // id the application has not given a uid yet (a request's before accept).
   static uint64_t counted(uint64_t uid, uint32_t id) { return uid ? uid : 1ull << 63 | id; }
   // Whether a queued event is the id's, as the kernel tracks them: by id, a
   // request by its listener, a group's by the group (mutex_ held).
-  bool owns(uint32_t id, const WireEvent& w) const;
+  bool owns(uint32_t id, const ucma_abi_event_resp& w) const;
   // Drops the queued events of an id being destroyed (mutex_ held).
   void purge(int fd, uint32_t id);
   // Queues the reply set for command, if any, once it succeeded (err 0);
@@ -129,12 +131,12 @@ class FakeTransport : public Transport {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::map<std::string, int> failures_;
-  std::map<int, std::deque<WireEvent>> queues_;  // by channel fd
+  std::map<int, std::deque<ucma_abi_event_resp>> queues_;  // by channel fd
   std::map<uint32_t, uint64_t> ids_;             // kernel id -> uid
   std::map<uint64_t, uint32_t> delivered_;       // counted() -> events delivered
   std::map<uint32_t, uint64_t> groups_;          // joined: mc handle -> uid
   uint32_t next_id_ = 1;
-  WireAddr addr_;  // what bind/resolve recorded
+  ucma_abi_query_addr_resp addr_;  // what bind/resolve recorded
   std::vector<std::string> log_;  // every command issued
   size_t fail_at_ = 0;            // the log_ size at which to fail
   int fail_err_ = 0;

@@ -1,0 +1,219 @@
+#include "core/id_state.h"
+
+#include <infiniband/ib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "core/cm.h"
+#include "core/device_table.h"
+#include "core/objects.h"
+#include "core/transport.h"
+
+namespace rdmacm::core {
+
+std::shared_ptr<CmId> find_id(rdma_cm_id* pub) { return Objects::get().ids.find(pub); }
+
+int default_qp_type(int port_space) {
+  switch (port_space) {
+    case RDMA_PS_TCP:
+    case RDMA_PS_IB:
+      return IBV_QPT_RC;
+    case RDMA_PS_UDP:
+    case RDMA_PS_IPOIB:
+      return IBV_QPT_UD;
+    default:
+      return -1;
+  }
+}
+
+socklen_t addr_len(const sockaddr* addr) {
+  if (!addr) return 0;
+  switch (addr->sa_family) {
+    case AF_INET:
+      return sizeof(sockaddr_in);
+    case AF_INET6:
+      return sizeof(sockaddr_in6);
+    case AF_IB:
+      return sizeof(sockaddr_ib);
+    default:
+      return 0;
+  }
+}
+
+uint16_t port_of(const sockaddr* sa) {
+  switch (sa->sa_family) {
+    case AF_INET:
+      return reinterpret_cast<const sockaddr_in*>(sa)->sin_port;
+    case AF_INET6:
+      return reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port;
+    case AF_IB: {
+      uint64_t sid = be64toh(reinterpret_cast<const sockaddr_ib*>(sa)->sib_sid);
+      return htobe16(static_cast<uint16_t>(sid));
+    }
+    default:
+      return 0;
+  }
+}
+
+std::shared_ptr<EventChannel> private_channel(int* err) {
+  int fd = transport().open_channel();
+  if (fd < 0) {
+    *err = fd;
+    return nullptr;
+  }
+  return std::make_shared<EventChannel>(fd);
+}
+
+int refresh_address(CmId& id) {
+  ucma_abi_query_addr_resp a;
+  if (int err = transport().query_addr(id.fd(), id.handle, &a)) return err;
+  rdma_addr& addr = id.pub.route.addr;
+  static_assert(sizeof(addr.src_storage) == sizeof(a.src_addr));
+  std::memcpy(&addr.src_storage, &a.src_addr, sizeof(a.src_addr));
+  std::memcpy(&addr.dst_storage, &a.dst_addr, sizeof(a.dst_addr));
+  if (!id.device && a.node_guid) {
+    id.device = DeviceTable::instance().by_guid(a.node_guid);
+    if (!id.device) return -ENODEV;
+    id.pub.verbs = id.device->ctx;
+    id.pub.pd = id.device->pd;
+    id.pub.port_num = a.port_num;
+    addr.addr.ibaddr.pkey = a.pkey;
+  }
+  if (!id.pub.verbs || id.pub.verbs->device->transport_type != IBV_TRANSPORT_IB)
+    return 0;
+  return transport().query_gid(id.fd(), id.handle, addr.addr.ibaddr.sgid.raw,
+                               addr.addr.ibaddr.dgid.raw);
+}
+
+int refresh_paths(CmId& id) {
+  if (!id.pub.verbs || id.pub.verbs->device->transport_type != IBV_TRANSPORT_IB) return 0;
+  std::vector<ibv_path_data> data;
+  if (int err = transport().query_path(id.fd(), id.handle, &data)) return err;
+  id.paths.resize(data.size());
+  for (size_t i = 0; i < data.size(); ++i) {
+    const ibv_path_record& p = data[i].path;
+    ibv_sa_path_rec& r = id.paths[i];
+    r = {};
+    r.dgid = p.dgid;
+    r.sgid = p.sgid;
+    r.dlid = p.dlid;
+    r.slid = p.slid;
+    uint32_t fl_hop = be32toh(p.flowlabel_hoplimit);
+    r.flow_label = htobe32(fl_hop >> 8);
+    r.hop_limit = static_cast<uint8_t>(fl_hop);
+    r.traffic_class = p.tclass;
+    r.reversible = p.reversible_numpath >> 7;
+    r.numb_path = 1;
+    r.pkey = p.pkey;
+    r.sl = be16toh(p.qosclass_sl) & 0xF;
+    r.mtu_selector = 2;  // exactly
+    r.mtu = p.mtu & 0x1F;
+    r.rate_selector = 2;
+    r.rate = p.rate & 0x1F;
+    r.packet_life_time_selector = 2;
+    r.packet_life_time = p.packetlifetime & 0x1F;
+    r.preference = static_cast<uint8_t>(data[i].flags);
+  }
+  id.pub.route.path_rec = id.paths.empty() ? nullptr : id.paths.data();
+  id.pub.route.num_paths = static_cast<int>(id.paths.size());
+  return 0;
+}
+
+namespace {
+
+// Moves a new kernel id onto a private channel of its own (a synchronous
+// listener's request); false if there is none to be had.
+bool go_private(CmId& id, int* fd) {
+  int err = 0;
+  auto own = private_channel(&err);
+  uint32_t reported = 0;
+  if (!own || transport().migrate_id(own->pub.fd, id.handle, *fd, &reported)) return false;
+  *fd = own->pub.fd;
+  id.channel = std::move(own);
+  id.sync = true;
+  return true;
+}
+
+}  // namespace
+
+std::shared_ptr<CmId> adopt_id(const CmId& listener, uint32_t handle) {
+  int fd = listener.fd();  // it may be migrating: see CmId::fd()
+  try {
+    auto id = std::make_shared<CmId>();
+    id->handle = handle;
+    id->channel = std::atomic_load(&listener.channel);
+    if (!listener.sync || go_private(*id, &fd)) {
+      id->pub.channel = &id->channel->pub;
+      id->pub.context = listener.pub.context;
+      id->pub.ps = listener.pub.ps;
+      id->pub.qp_type = listener.pub.qp_type;
+      Objects::get().publish(id);
+      return id;
+    }
+  } catch (const std::bad_alloc&) {
+  }
+  // Nobody will accept or reject it: the kernel would keep it for ever.
+  uint32_t ignored;
+  transport().destroy_id(fd, handle, &ignored);
+  return nullptr;
+}
+
+void discard_id(const std::shared_ptr<CmId>& id) {
+  Objects& objs = Objects::get();
+  objs.ids.take_if(&id->pub, id.get());
+  uint32_t ignored;
+  transport().destroy_id(id->fd(), id->handle, &ignored);
+  objs.detach(*id);
+}
+
+int status_error(const rdma_cm_event& ev) {
+  if (!ev.status) return 0;
+  if (event_type(ev.event) == RDMA_CM_EVENT_REJECTED) return -ECONNREFUSED;
+  return ev.status < 0 ? ev.status : -ev.status;
+}
+
+void release(const Event& ev) {
+  ev.owner->tally.done();
+  if (ev.group) ev.group->tally.done();
+}
+
+int release_event(rdma_cm_event* event) {
+  auto ev = Objects::get().events.take(event);
+  if (!ev) return -EINVAL;
+  release(*ev);
+  return 0;
+}
+
+void ack_stored_event(CmId& id) {
+  if (id.pub.event) {
+    release_event(id.pub.event);
+    id.pub.event = nullptr;
+  }
+}
+
+void warn_unacked(const char* call, const void* handle, const CmId* id, const Multicast* group) {
+  std::string names;
+  int n = 0;
+  Objects::get().events.for_each([&](const rdma_cm_event*, const Event& ev) {
+    if ((id && ev.owner.get() == id) || (group && ev.group.get() == group)) {
+      names += n++ ? ", " : "";
+      names += event_name(event_type(ev.pub.event));
+    }
+  });
+  if (n)
+    std::fprintf(stderr,
+                 "librdmacm: %s(%p) has waited 5 s for %d event(s) it reported to be "
+                 "acknowledged with rdma_ack_cm_event: %s; still waiting\n",
+                 call, handle, n, names.c_str());
+  else
+    std::fprintf(stderr,
+                 "librdmacm: %s(%p) has waited 5 s for events another thread has taken "
+                 "from rdma_get_cm_event and not returned; still waiting\n",
+                 call, handle);
+}
+
+}  // namespace rdmacm::core
