@@ -15,6 +15,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 #include "core/addrinfo.h"
 #include "core/cm.h"
@@ -68,14 +69,13 @@ class Request {
 
 // Keeps a finished resolution's result on the id (unless it is dying).
 void store(CmId& id, rdma_addrinfo* res) {
-  std::lock_guard lock(id.user_mutex);
-  id.resolving = false;
-  if (id.destroying) {
-    freeaddrinfo(res);
-    return;
+  rdma_addrinfo* unwanted = res;
+  {
+    std::lock_guard lock(id.user_mutex);
+    id.resolving = false;
+    if (!id.destroying) std::swap(unwanted, id.resolved);
   }
-  freeaddrinfo(id.resolved);
-  id.resolved = res;
+  freeaddrinfo(unwanted);  // outside: its table has a lock of its own
 }
 
 }  // namespace
@@ -139,9 +139,12 @@ int query_addrinfo(rdma_cm_id* pub, rdma_addrinfo** info) {
 }
 
 void forget_resolution(CmId& id) {
-  std::lock_guard lock(id.user_mutex);
-  freeaddrinfo(id.resolved);
-  id.resolved = nullptr;
+  rdma_addrinfo* res = nullptr;
+  {
+    std::lock_guard lock(id.user_mutex);
+    std::swap(res, id.resolved);
+  }
+  freeaddrinfo(res);
 }
 
 }  // namespace rdmacm::core

@@ -1,25 +1,29 @@
 // The C++ owners of the public handles, and the process-wide tables of them.
 //
-// Locking discipline (read before adding a lock or a kernel call under one):
-// - Leaf locks: every Registry's table lock, EventTally's, CmId::mc_mutex,
-//   CmId::user_mutex and DeviceTable's. Nothing else is taken while one is
-//   held, with two exceptions: a Registry::for_each callback (warn_unacked)
-//   reads events without locking them, and ring_user_event/move_user_events
-//   hold user_mutex across the kernel commands that ring or move a doorbell
-//   (a resolve or create on the library's own doorbell id: never blocking).
-// - No lock is held across a kernel command that can block (GET_EVENT, or any
-//   command the kernel may sleep in for long) or across EventTally::wait.
+// Locking discipline (read before adding a lock, or a call under one):
+// - Every lock is a leaf: no code takes a second lock while holding one.
+//   The locks: each Registry's table lock, each EventTally's, CmId::mc_mutex,
+//   CmId::user_mutex, DeviceTable's. A Registry::for_each callback runs under
+//   its table's lock and must take no other (warn_unacked only reads).
+// - Held across a call into the kernel, deliberately and only these:
+//   user_mutex across the commands that ring or move a queued event's
+//   doorbell (create/resolve/destroy of the library's own doorbell id, none
+//   of which waits on the network or the application); mc_mutex across
+//   ibv_detach_mcast (detach_groups); DeviceTable's lock across opening a
+//   device. Never across GET_EVENT or EventTally::wait: both may wait on the
+//   application.
 // - Deliberately unlocked, as in rdma-core: the public rdma_cm_id fields and
-//   the connection state below them (device, initiator_depth, connect_data,
-//   paths, local/remote ECE, ep_qp_attr). The application owns an id and must
-//   not race calls on the same id, except destroy against a reader of its
-//   channel, which the tallies and shared ownership make safe. What another
-//   thread does read concurrently is atomic (channel via std::atomic_load,
-//   sync, listening, destroying, user_reported).
+//   the connection state beside them (device, initiator_depth,
+//   responder_resources, connect_error, connect_data, paths, local/remote
+//   ECE, ep_qp_attr). The application owns an id and must not race calls on
+//   it, except a destroy against a reader of its channel, which shared
+//   ownership and the tallies make safe. What such a reader does read while
+//   another thread changes it is atomic: channel (std::atomic_load/store),
+//   sync, listening, destroying, user_reported.
 // - Ownership loops, broken by hand when an id is destroyed: CmId::groups <->
 //   Multicast::id (forget_groups) and CmId::pending_events <-> UserEvent::id
-//   (cancel_user_events). Both are owned both ways on purpose: an event for a
-//   group or a queued event must keep its id alive while a reader holds it.
+//   (cancel_user_events). Both own both ways on purpose: a group's event or a
+//   queued event must keep its id alive while a reader holds it.
 #pragma once
 
 #include <rdma/rdma_cma.h>
