@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <new>
+#include <sys/types.h>
 
 #define RDMACM_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -28,6 +29,23 @@ int call(F&& f) noexcept {
     return fail(ENOMEM);
   } catch (...) {
     return fail(EIO);
+  }
+}
+
+// The same for calls returning a byte count (ssize_t).
+template <typename F>
+ssize_t call_ssize(F&& f) noexcept {
+  try {
+    ssize_t r = f();
+    if (r >= 0) return r;
+    errno = static_cast<int>(-r);
+    return -1;
+  } catch (const std::bad_alloc&) {
+    errno = ENOMEM;
+    return -1;
+  } catch (...) {
+    errno = EIO;
+    return -1;
   }
 }
 

@@ -65,6 +65,15 @@ int create_ep(rdma_cm_id** id, const rdma_addrinfo* res, ibv_pd* pd, ibv_qp_init
 int destroy_ep(rdma_cm_id* id);
 int get_request(rdma_cm_id* listen, rdma_cm_id** id);
 
+// What the rsocket wing needs beyond the public API (as rdma-core's rsockets
+// use its internals): finish a synchronous id's pending operation (the one a
+// non-blocking channel left with EAGAIN), as rdma_connect would have; move
+// its QP to ERR, flushing its work requests (core/connections.cpp); the
+// largest QP its device allows (core/devices.cpp).
+int complete_pending(rdma_cm_id* id);
+int flush_qp(rdma_cm_id* id);
+uint32_t max_qp_wr(rdma_cm_id* id);
+
 // Events written by the application (core/user_events.cpp)
 int write_event(rdma_cm_id* id, uint32_t event, int status, uint64_t arg);
 

@@ -157,6 +157,18 @@ int disconnect(rdma_cm_id* pub) {
   return complete(*id);
 }
 
+int complete_pending(rdma_cm_id* pub) {
+  auto id = find_id(pub);
+  if (!id) return -EINVAL;
+  return complete(*id);
+}
+
+int flush_qp(rdma_cm_id* pub) {
+  auto id = find_id(pub);
+  if (!id) return -EINVAL;
+  return modify_qp_err(*id);
+}
+
 int establish(rdma_cm_id* pub) {
   auto id = find_id(pub);
   if (!id) return -EINVAL;

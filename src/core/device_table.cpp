@@ -41,6 +41,7 @@ bool DeviceTable::open_locked(Device& d) {
   if (ibv_query_device(d.ctx, &attr)) return false;
   d.max_initiator_depth = static_cast<uint8_t>(attr.max_qp_init_rd_atom);
   d.max_responder_resources = static_cast<uint8_t>(attr.max_qp_rd_atom);
+  d.max_qp_wr = attr.max_qp_wr > 0 ? static_cast<uint32_t>(attr.max_qp_wr) : 0;
   d.link_layer.assign(attr.phys_port_cnt, IBV_LINK_LAYER_UNSPECIFIED);
   for (uint8_t port = 1; port <= attr.phys_port_cnt; ++port) {
     ibv_port_attr pa;

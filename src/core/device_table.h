@@ -22,6 +22,7 @@ struct Device {
   ibv_pd* pd = nullptr;  // the default PD for ids on this device
   uint8_t max_initiator_depth = 0;
   uint8_t max_responder_resources = 0;
+  uint32_t max_qp_wr = 0;  // work requests a QP of this device may hold
   std::vector<uint8_t> link_layer;  // per port, index port_num - 1
 };
 

@@ -4,6 +4,7 @@
 
 #include "core/cm.h"
 #include "core/device_table.h"
+#include "core/id_state.h"
 #include "core/registry.h"
 
 namespace rdmacm::core {
@@ -35,6 +36,21 @@ int free_devices(ibv_context** list) {
   if (!live_lists().take(list)) return -EINVAL;
   std::free(list);
   return 0;
+}
+
+uint32_t max_qp_wr(rdma_cm_id* pub) {
+  auto id = find_id(pub);
+  if (id && id->device) return id->device->max_qp_wr;
+  // No device yet: the smallest of all, as rdma-core answers.
+  int err = 0;
+  uint32_t smallest = 0;
+  for (ibv_context* ctx : DeviceTable::instance().open_all(&err)) {
+    ibv_device_attr attr;
+    if (ibv_query_device(ctx, &attr) || attr.max_qp_wr <= 0) continue;
+    uint32_t n = static_cast<uint32_t>(attr.max_qp_wr);
+    if (!smallest || n < smallest) smallest = n;
+  }
+  return smallest;
 }
 
 }  // namespace rdmacm::core

@@ -1,0 +1,53 @@
+#include "rsocket/config.h"
+
+#include <cstdio>
+#include <mutex>
+
+#include "rsocket/protocol.h"
+
+namespace rdmacm::rsocket {
+namespace {
+
+constexpr const char* kDir = "/etc/rdma/rsocket/";
+
+// Reads one number from kDir/name into value; leaves it alone if the file is
+// missing or holds no number.
+template <typename T>
+void read(const char* name, T* value) {
+  char path[128];
+  std::snprintf(path, sizeof(path), "%s%s", kDir, name);
+  FILE* f = std::fopen(path, "re");
+  if (!f) return;
+  unsigned long long v = 0;
+  if (std::fscanf(f, "%llu", &v) == 1) *value = static_cast<T>(v);
+  std::fclose(f);
+}
+
+Config load() {
+  Config c;
+  read("polling_time", &c.polling_time);
+  read("wake_up_interval", &c.wake_up_interval);
+  read("inline_default", &c.inline_default);
+  read("sqsize_default", &c.sqsize_default);
+  read("rqsize_default", &c.rqsize_default);
+  read("mem_default", &c.mem_default);
+  if (c.mem_default < 1) c.mem_default = 1;
+  read("wmem_default", &c.wmem_default);
+  if (c.wmem_default < wire::kSendLowWater) c.wmem_default = wire::kSendLowWater << 1;
+  read("iomap_size", &c.iomap_size);
+  // Only sizes the 8-bit scale can carry.
+  c.iomap_size = static_cast<uint16_t>(
+      wire::scale_of(static_cast<uint16_t>(wire::value_of(c.iomap_size, 8)), 8) & 0xFF);
+  return c;
+}
+
+}  // namespace
+
+const Config& config() {
+  static std::once_flag once;
+  static Config* c;
+  std::call_once(once, [] { c = new Config(load()); });
+  return *c;
+}
+
+}  // namespace rdmacm::rsocket

@@ -1,0 +1,22 @@
+// Tunables, read once from /etc/rdma/rsocket/ as rdma-core does.
+#pragma once
+
+#include <cstdint>
+
+namespace rdmacm::rsocket {
+
+struct Config {
+  uint32_t mem_default = 1 << 17;   // receive buffer bytes
+  uint32_t wmem_default = 1 << 17;  // send buffer bytes
+  uint16_t inline_default = 64;
+  uint16_t sqsize_default = 384;
+  uint16_t rqsize_default = 384;
+  uint16_t iomap_size = 0;
+  uint32_t polling_time = 10;       // microseconds rpoll and blocking calls spin
+  int wake_up_interval = 5000;      // milliseconds between rpoll's re-checks
+};
+
+// The process's tunables (files read on first use).
+const Config& config();
+
+}  // namespace rdmacm::rsocket

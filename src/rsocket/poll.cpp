@@ -1,0 +1,192 @@
+// rpoll: as rdma-core's, first a short spin over the sockets' state
+// (polling_time), then sleeping in poll(2) on what would wake each socket
+// (its CQ's channel, its CM channel, a listener's accept queue) beside the
+// ordinary fds, re-checking at least every wake_up_interval.
+//
+// A socket's state may change behind a sleeping thread (the CM service sees
+// a disconnect, another thread takes the completion that woke both): every
+// sleeper also watches one eventfd, and whoever changes a watched socket's
+// state, or returns from a sleep with something found, wakes them all so that
+// each re-checks before sleeping again (suspend / pollers below).
+#include "rsocket/poll.h"
+
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <mutex>
+#include <sched.h>
+#include <vector>
+
+#include "rsocket/config.h"
+#include "rsocket/socket.h"
+#include "rsocket/table.h"
+
+namespace rdmacm::rsocket {
+namespace {
+
+std::mutex mutex;
+int signal_fd = -1;  // under mutex: made on first use
+unsigned pollers = 0;
+bool suspended = false;
+
+uint64_t now_us() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000 + static_cast<uint64_t>(t.tv_nsec) / 1000;
+}
+
+int signal_fd_get() {
+  std::lock_guard lock(mutex);
+  if (signal_fd < 0) signal_fd = eventfd(0, EFD_NONBLOCK | EFD_SEMAPHORE | EFD_CLOEXEC);
+  return signal_fd < 0 ? -errno : signal_fd;
+}
+
+// false: a wake-up is in progress, re-check first.
+bool enter() {
+  std::unique_lock lock(mutex);
+  if (suspended) {
+    lock.unlock();
+    sched_yield();
+    return false;
+  }
+  ++pollers;
+  return true;
+}
+
+void drain_one() {
+  uint64_t c;
+  if (::read(signal_fd, &c, sizeof(c)) < 0) {
+    // Nothing to take: another thread took it.
+  }
+}
+
+void leave_after_error() {
+  std::lock_guard lock(mutex);
+  if (!--pollers) {
+    drain_one();
+    suspended = false;
+  }
+}
+
+// After a sleep: the last one out clears the signal; anyone else makes sure
+// the others wake to re-check.
+void leave() {
+  std::lock_guard lock(mutex);
+  if (!--pollers) {
+    drain_one();
+    suspended = false;
+  } else if (!suspended) {
+    suspended = true;
+    uint64_t c = 1;
+    if (::write(signal_fd, &c, sizeof(c)) < 0) {
+    }
+  }
+}
+
+// Every socket's and fd's readiness now, without sleeping.
+int check(pollfd* fds, nfds_t nfds) {
+  int n = 0;
+  for (nfds_t i = 0; i < nfds; ++i) {
+    if (Socket* s = find_socket(fds[i].fd))
+      fds[i].revents = s->poll_state(fds[i].events);
+    else
+      ::poll(&fds[i], 1, 0);
+    if (fds[i].revents) ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+void signal_pollers() {
+  std::lock_guard lock(mutex);
+  if (pollers && !suspended && signal_fd >= 0) {
+    suspended = true;
+    uint64_t c = 1;
+    if (::write(signal_fd, &c, sizeof(c)) < 0) {
+    }
+  }
+}
+
+int poll(pollfd* fds, nfds_t nfds, int timeout) {
+  if (!fds && nfds) return -EFAULT;
+  uint64_t start = now_us();
+  for (;;) {
+    int n = check(fds, nfds);
+    if (n || !timeout) return n;
+    if (now_us() - start > config().polling_time) break;
+  }
+  int sig = signal_fd_get();
+  if (sig < 0) return sig;
+  std::vector<pollfd> rfds(nfds + 1);
+  rfds[nfds] = {sig, POLLIN, 0};
+  for (;;) {
+    // Arm: a socket ready now ends the wait before it starts.
+    for (nfds_t i = 0; i < nfds; ++i) {
+      if (Socket* s = find_socket(fds[i].fd)) {
+        if (s->poll_state(fds[i].events)) return check(fds, nfds);
+        rfds[i] = {s->wait_fd(), POLLIN, 0};
+      } else {
+        rfds[i] = {fds[i].fd, fds[i].events, 0};
+      }
+    }
+    if (!enter()) continue;
+    int sleep_ms = config().wake_up_interval;
+    if (timeout >= 0) {
+      int left = timeout - static_cast<int>((now_us() - start) / 1000);
+      if (left <= 0) {
+        leave_after_error();
+        return 0;
+      }
+      sleep_ms = std::min(left, sleep_ms);
+    }
+    if (::poll(rfds.data(), nfds + 1, sleep_ms) < 0) {
+      int err = errno;
+      leave_after_error();
+      return -err;
+    }
+    int n = 0;
+    for (nfds_t i = 0; i < nfds; ++i) {
+      if (Socket* s = find_socket(fds[i].fd)) {
+        if (rfds[i].revents) s->consume_wakeup();
+        fds[i].revents = s->poll_state(fds[i].events);
+      } else {
+        fds[i].revents = rfds[i].revents;
+      }
+      if (fds[i].revents) ++n;
+    }
+    leave();
+    if (n) return n;
+  }
+}
+
+int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, timeval* timeout) {
+  if (nfds < 0 || nfds > FD_SETSIZE) return -EINVAL;
+  std::vector<pollfd> fds;
+  for (int fd = 0; fd < nfds; ++fd) {
+    short events = 0;
+    bool any = false;
+    if (readfds && FD_ISSET(fd, readfds)) events |= POLLIN, any = true;
+    if (writefds && FD_ISSET(fd, writefds)) events |= POLLOUT, any = true;
+    if (exceptfds && FD_ISSET(fd, exceptfds)) any = true;
+    if (any) fds.push_back({fd, events, 0});
+  }
+  int ms = timeout ? static_cast<int>(timeout->tv_sec * 1000 + timeout->tv_usec / 1000) : -1;
+  int ret = rsocket::poll(fds.data(), fds.size(), ms);
+  if (readfds) FD_ZERO(readfds);
+  if (writefds) FD_ZERO(writefds);
+  if (exceptfds) FD_ZERO(exceptfds);
+  if (ret <= 0) return ret;
+  int n = 0;
+  for (const pollfd& p : fds) {
+    if (readfds && (p.revents & (POLLIN | POLLHUP))) FD_SET(p.fd, readfds), ++n;
+    if (writefds && (p.revents & POLLOUT)) FD_SET(p.fd, writefds), ++n;
+    if (exceptfds && (p.revents & ~(POLLIN | POLLOUT))) FD_SET(p.fd, exceptfds), ++n;
+  }
+  return n;
+}
+
+}  // namespace rdmacm::rsocket

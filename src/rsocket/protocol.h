@@ -1,0 +1,100 @@
+// The rsocket wire format, as rdma-core's rsockets speak it: whatever crosses
+// the network or is written into the peer's memory is declared here, so that
+// our rsockets and rdma-core's talk to each other in both directions.
+//
+// Stream sockets (RC QPs):
+// - Connection private data (ConnData) carries each side's receive buffer
+//   and the "target SGL" (where the peer writes buffer updates), with the
+//   initial credits.
+// - Every message is an RDMA write with immediate data (ImmData): data lands
+//   in the peer's receive buffer; credit updates (SGL) land in the peer's
+//   target SGL; control messages (CTRL) carry no payload.
+// - Multi-byte fields of ConnData are big-endian; an Sge written into the
+//   peer's target SGL is in the writer's byte order, flagged in ConnData
+//   (kConnFlagNet) so that a peer of the other order swaps it.
+#pragma once
+
+#include <endian.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rdmacm::rsocket::wire {
+
+// Immediate data: bits 31..29 the operation, bits 28..0 its argument (bytes
+// written for DATA, the credit sequence number for SGL, a Ctrl code for
+// CTRL, the iomap index for IOMAP_SGL).
+enum class Op : uint32_t {
+  data = 0,
+  write = 2,  // local bookkeeping only: direct placement, never on the wire
+  sgl = 4,
+  iomap_sgl = 6,
+  ctrl = 7,
+};
+constexpr uint32_t kImmDataMask = 0x1FFFFFFF;
+constexpr uint32_t imm(Op op, uint32_t data) {
+  return static_cast<uint32_t>(op) << 29 | (data & kImmDataMask);
+}
+constexpr Op imm_op(uint32_t imm) { return static_cast<Op>(imm >> 29); }
+constexpr uint32_t imm_data(uint32_t imm) { return imm & kImmDataMask; }
+
+enum class Ctrl : uint32_t { disconnect = 0, keepalive = 1, shutdown = 2 };
+
+// A remote buffer: what an RDMA write needs.
+struct Sge {
+  uint64_t addr;
+  uint32_t key;
+  uint32_t length;
+};
+static_assert(sizeof(Sge) == 16 && offsetof(Sge, key) == 8 && offsetof(Sge, length) == 12);
+
+// One entry of the iomap table that follows the target SGL in memory.
+struct IomapEntry {
+  uint64_t offset;
+  Sge sge;
+};
+static_assert(sizeof(IomapEntry) == 24);
+
+constexpr uint8_t kVersion = 1;
+constexpr uint8_t kConnFlagNet = 1 << 0;    // the sender is big-endian
+constexpr uint8_t kConnFlagIomap = 1 << 1;  // an iomap table follows the target SGL
+constexpr uint32_t kTargetSglSize = 2;      // entries of the target SGL
+
+// On AF_IB ids the private data starts with rdma-core's IB CM header
+// (cma_version, ip_version, port, 16-byte source and destination addresses).
+constexpr size_t kIbConnectHeaderSize = 36;
+
+// Connection request and response private data (after that header on AF_IB).
+struct ConnData {
+  uint8_t version;
+  uint8_t flags;
+  uint16_t credits;  // big-endian: receives the peer may consume
+  uint8_t reserved[3];
+  uint8_t target_iomap_size;  // scaled (scale_of)
+  Sge target_sgl;             // all fields big-endian
+  Sge data_buf;               // all fields big-endian
+};
+static_assert(sizeof(ConnData) == 40);
+static_assert(offsetof(ConnData, credits) == 2 && offsetof(ConnData, target_iomap_size) == 7 &&
+              offsetof(ConnData, target_sgl) == 8 && offsetof(ConnData, data_buf) == 24);
+
+// Sizes in ConnData fit 8 bits: small values as they are, larger ones as a
+// mantissa with the top bit set.
+constexpr int scale_of(int value, int bits) {
+  return value <= (1 << (bits - 1)) ? value : (1 << (bits - 1)) | (value >> bits);
+}
+constexpr int value_of(int scale, int bits) {
+  return scale <= (1 << (bits - 1)) ? scale : (scale & ~(1 << (bits - 1))) << bits;
+}
+
+inline Sge sge_to_wire(const Sge& s) { return {htobe64(s.addr), htobe32(s.key), htobe32(s.length)}; }
+inline Sge sge_from_wire(const Sge& s) { return {be64toh(s.addr), be32toh(s.key), be32toh(s.length)}; }
+
+// Protocol constants both sides rely on.
+constexpr uint32_t kCtrlMessages = 4;      // control messages in flight (power of 2)
+constexpr uint32_t kMaxCtrlMessage = sizeof(Sge);
+constexpr uint32_t kSendLowWater = 2048;   // bytes of send buffer that make a socket writable
+constexpr uint32_t kFirstTransfer = 2048;  // a send's first chunk; doubles up to kMaxTransfer
+constexpr uint32_t kMaxTransfer = 65536;
+
+}  // namespace rdmacm::rsocket::wire

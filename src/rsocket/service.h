@@ -1,0 +1,18 @@
+// Background threads that watch rsockets' CM channels, as rdma-core's do:
+// one accepts connection requests on listeners, one follows the CM events
+// of connecting and connected sockets (a non-blocking connect's progress, a
+// peer's disconnect). Started on first use; a socket is removed before it
+// is freed, and once remove() returns the thread no longer touches it.
+#pragma once
+
+namespace rdmacm::rsocket {
+
+class StreamSocket;
+
+enum class Watch { listeners, connections };
+
+// -errno if the thread could not be started.
+int watch(Watch which, StreamSocket* s);
+void unwatch(Watch which, StreamSocket* s);
+
+}  // namespace rdmacm::rsocket

@@ -1,0 +1,61 @@
+// An rsocket: what every r* call finds behind its fd. One interface, with
+// the stream (RC) implementation in stream*.cpp; calls a socket type does not
+// support answer as rdma-core's do.
+//
+// Every call returns >= 0 or -errno (never throws across the C boundary:
+// api/rsockets.cpp converts). Locks, in the order they may be taken:
+// send_mutex / recv_mutex (one sender, one receiver at a time) before
+// cq_mutex (polling the CQ and the state it updates); cq_wait_mutex
+// serialises sleeping on the CQ's channel and is never held with cq_mutex.
+#pragma once
+
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rdmacm::rsocket {
+
+class Socket {
+ public:
+  virtual ~Socket() = default;
+
+  // The fd the application knows this socket by.
+  int fd() const { return fd_; }
+
+  virtual int bind(const sockaddr* addr, socklen_t len) = 0;
+  virtual int listen(int backlog) = 0;
+  // Returns the new socket's fd.
+  virtual int accept(sockaddr* addr, socklen_t* len) = 0;
+  virtual int connect(const sockaddr* addr, socklen_t len) = 0;
+  virtual ssize_t recv(void* buf, size_t len, int flags) = 0;
+  virtual ssize_t send(const void* buf, size_t len, int flags) = 0;
+  virtual int shutdown(int how) = 0;
+  // Tears the connection down; the caller then deletes the socket.
+  virtual void close() = 0;
+  virtual int peer_name(sockaddr* addr, socklen_t* len) = 0;
+  virtual int sock_name(sockaddr* addr, socklen_t* len) = 0;
+  virtual int set_option(int level, int name, const void* value, socklen_t len) = 0;
+  virtual int get_option(int level, int name, void* value, socklen_t* len) = 0;
+  int flags() const { return fd_flags_; }
+  virtual int set_flags(int flags) = 0;
+
+  // rpoll's view. poll_state answers events ready now, after processing
+  // what completed (never sleeping); wait_fd is the fd to sleep on when
+  // nothing is (armed first); consume_wakeup is called when that fd fired.
+  virtual short poll_state(short events) = 0;
+  virtual int wait_fd() = 0;
+  virtual void consume_wakeup() = 0;
+
+ protected:
+  int fd_ = -1;
+  int fd_flags_ = 0;
+};
+
+// Wakes every thread sleeping in rpoll/rselect to re-check its sockets (a
+// socket's state changed behind their back: see poll.cpp).
+void signal_pollers();
+
+}  // namespace rdmacm::rsocket

@@ -1,0 +1,469 @@
+// Stream rsockets: creation, the connection handshake (both sides), shutdown
+// and close, names and flags. The data path is stream_io.cpp's.
+#include "rsocket/stream.h"
+
+#include <fcntl.h>
+#include <infiniband/ib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "core/cm.h"
+#include "rsocket/config.h"
+#include "rsocket/service.h"
+#include "rsocket/table.h"
+
+namespace rdmacm::rsocket {
+namespace {
+
+constexpr int kConnRetries = 6;
+constexpr uint16_t kQpMinSize = 16;
+constexpr uint16_t kQpMaxSize = 0xFFFE;
+
+// Whole pages, so that fork with RDMAV_FORK_SAFE never unmaps valid memory
+// in the child (MADV_DONTFORK works on pages).
+void* forksafe_alloc(size_t len) {
+  long page = sysconf(_SC_PAGESIZE);
+  len = (len + page - 1) / page * page;
+  void* p = nullptr;
+  if (posix_memalign(&p, static_cast<size_t>(page), len)) return nullptr;
+  std::memset(p, 0, len);
+  return p;
+}
+
+int set_fd_nonblocking(int fd, bool on) {
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0) return -errno;
+  flags = on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK;
+  return fcntl(fd, F_SETFL, flags) ? -errno : 0;
+}
+
+ibv_mr* register_buffer(rdma_cm_id* id, void* addr, size_t len, bool remote_write) {
+  int access = IBV_ACCESS_LOCAL_WRITE | (remote_write ? IBV_ACCESS_REMOTE_WRITE : 0);
+  return ibv_reg_mr(id->pd, addr, len, access);
+}
+
+// Where our connection data starts in the private data: after the IB CM
+// header on AF_IB ids.
+size_t conn_data_offset(const rdma_cm_id* id) {
+  return id->route.addr.src_addr.sa_family == AF_IB ? wire::kIbConnectHeaderSize : 0;
+}
+
+void copy_addr(sockaddr* dst, const sockaddr* src, socklen_t* len) {
+  socklen_t size = src->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  std::memcpy(dst, src, std::min(*len, size));
+  *len = size;
+}
+
+}  // namespace
+
+StreamSocket::StreamSocket(const StreamSocket* listener) {
+  const Config& c = config();
+  sbuf_size_ = listener ? listener->sbuf_size_ : c.wmem_default;
+  rbuf_size_ = listener ? listener->rbuf_size_ : c.mem_default;
+  sq_inline_ = listener ? listener->sq_inline_ : c.inline_default;
+  sq_size_ = listener ? listener->sq_size_ : c.sqsize_default;
+  rq_size_ = listener ? listener->rq_size_ : c.rqsize_default;
+  target_iomap_size_ = listener ? listener->target_iomap_size_ : c.iomap_size;
+}
+
+StreamSocket* StreamSocket::create(int domain, int* err) {
+  auto* s = new (std::nothrow) StreamSocket(nullptr);
+  if (!s) {
+    *err = -ENOMEM;
+    return nullptr;
+  }
+  if ((*err = core::create_id(nullptr, &s->id_, s, RDMA_PS_TCP))) {
+    delete s;
+    return nullptr;
+  }
+  s->id_->route.addr.src_addr.sa_family = static_cast<sa_family_t>(domain);
+  s->fd_ = s->id_->channel->fd;
+  if (!insert_socket(s->fd_, s)) {
+    *err = -ENOMEM;
+    delete s;
+    return nullptr;
+  }
+  return s;
+}
+
+StreamSocket::~StreamSocket() {
+  if (fd_ >= 0 && find_socket(fd_) == this) remove_socket(fd_);
+  if (smr_) ibv_dereg_mr(smr_);
+  if (rmr_) ibv_dereg_mr(rmr_);
+  if (target_mr_) ibv_dereg_mr(target_mr_);
+  if (id_) {
+    if (id_->qp) {
+      ibv_ack_cq_events(id_->recv_cq, static_cast<unsigned>(unack_cqe_));
+      core::destroy_qp(id_);  // with the CQ and its channel
+    } else if (id_->recv_cq) {  // endpoint made, QP not
+      ibv_destroy_cq(id_->recv_cq);
+      if (id_->recv_cq_channel) ibv_destroy_comp_channel(id_->recv_cq_channel);
+    } else if (id_->recv_cq_channel) {
+      ibv_destroy_comp_channel(id_->recv_cq_channel);
+    }
+    core::destroy_id(id_);
+  }
+  std::free(sbuf_);
+  std::free(rbuf_);
+  std::free(target_sgl_);
+  for (int fd : accept_queue_)
+    if (fd >= 0) ::close(fd);
+}
+
+int StreamSocket::bind(const sockaddr* addr, socklen_t len) {
+  if (!addr || len < sizeof(sa_family_t)) return -EINVAL;
+  if (int err = core::bind_addr(id_, addr)) return err;
+  state_ = kBound;
+  return 0;
+}
+
+int StreamSocket::listen(int backlog) {
+  if (state_ == kListening) return 0;
+  if (int err = core::listen(id_, backlog)) return err;
+  if (pipe2(accept_queue_, O_CLOEXEC)) return -errno;
+  if ((fd_flags_ & O_NONBLOCK) && set_fd_nonblocking(accept_queue_[0], true)) return -errno;
+  if (int err = set_fd_nonblocking(id_->channel->fd, true)) return err;
+  if (int err = watch(Watch::listeners, this)) return err;
+  in_service_ = true;
+  state_ = kListening;
+  return 0;
+}
+
+void StreamSocket::accept_requests() {
+  for (;;) {
+    rdma_cm_id* cm_id = nullptr;
+    if (core::get_request(id_, &cm_id)) return;  // none left (EAGAIN)
+    auto* s = new (std::nothrow) StreamSocket(this);
+    const rdma_conn_param& req = cm_id->event->param.conn;
+    size_t offset = conn_data_offset(id_);
+    bool ok = s != nullptr && req.private_data &&
+              req.private_data_len >= offset + sizeof(wire::ConnData);
+    wire::ConnData creq{};
+    if (ok) {
+      std::memcpy(&creq, static_cast<const uint8_t*>(req.private_data) + offset, sizeof(creq));
+      ok = creq.version == wire::kVersion;
+    }
+    if (ok) {
+      s->id_ = cm_id;
+      s->fd_ = cm_id->channel->fd;
+      ok = insert_socket(s->fd_, s) && !s->create_endpoint();
+    }
+    if (!ok) {
+      core::reject(cm_id, nullptr, 0, false);
+      bool owned = s && s->id_;
+      delete s;  // with cm_id, once it owns it
+      if (!owned) core::destroy_id(cm_id);
+      continue;
+    }
+    s->save_conn_data(creq);
+    rdma_conn_param param = req;
+    wire::ConnData cresp;
+    s->format_conn_data(&cresp);
+    param.private_data = &cresp;
+    param.private_data_len = sizeof(cresp);
+    int err = core::accept(cm_id, &param);
+    if (!err) {
+      s->state_ = kConnectedRdWr;
+    } else if (err == -EAGAIN) {
+      s->state_ = kAccepting;
+    } else {
+      core::reject(cm_id, nullptr, 0, false);
+      delete s;
+      continue;
+    }
+    int fd = s->fd_;
+    if (::write(accept_queue_[1], &fd, sizeof(fd)) != sizeof(fd)) delete s;
+  }
+}
+
+int StreamSocket::accept(sockaddr* addr, socklen_t* len) {
+  if (state_ != kListening) return -EBADF;  // as rdma-core answers
+  int fd = -1;
+  ssize_t n = ::read(accept_queue_[0], &fd, sizeof(fd));
+  if (n < 0) return -errno;
+  if (n != sizeof(fd)) return -ECONNABORTED;
+  auto* s = static_cast<StreamSocket*>(find_socket(fd));
+  if (!s) return -ECONNABORTED;
+  if (addr && len) s->peer_name(addr, len);
+  // The application can still drive the CM state on failure.
+  if (!watch(Watch::connections, s)) s->in_service_ = true;
+  return fd;
+}
+
+int StreamSocket::connect(const sockaddr* addr, socklen_t len) {
+  if (!addr) return -EFAULT;
+  if (len < sizeof(sa_family_t) || len > sizeof(id_->route.addr.dst_storage)) return -EINVAL;
+  {
+    std::lock_guard lock(connect_mutex_);
+    if (state_ == kInit || state_ == kBound) std::memcpy(&id_->route.addr.dst_addr, addr, len);
+  }
+  int err = advance_connect();
+  if (err == -EINPROGRESS && !in_service_ && !watch(Watch::connections, this))
+    in_service_ = true;
+  return err;
+}
+
+// One step of the active side's handshake: resolve the address, the route,
+// connect, and read the peer's connection data. A non-blocking socket leaves
+// each step pending (EINPROGRESS) and the CM service (or the application's
+// next call) comes back here when the step's event arrives.
+int StreamSocket::advance_connect() {
+  std::lock_guard lock(connect_mutex_);
+  int err = 0;
+  switch (state_) {
+    case kInit:
+    case kBound:
+    resolve_addr:
+      err = core::resolve_addr(id_, nullptr, &id_->route.addr.dst_addr, 1000 << retries_++);
+      if (!err) goto resolve_route;
+      if (err == -EAGAIN) state_ = kResolvingAddr;
+      break;
+    case kResolvingAddr:
+      if ((err = core::complete_pending(id_))) {
+        if (err == -ETIMEDOUT && retries_ <= kConnRetries) goto resolve_addr;
+        break;
+      }
+      retries_ = 0;
+    resolve_route:
+      if (!route_.empty()) {
+        err = core::set_option(id_, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, route_.data(),
+                               route_.size());
+        route_.clear();
+        if (!err) {
+          state_ = kResolvingRoute;
+          goto route_resolving;
+        }
+      } else {
+        err = core::resolve_route(id_, 1000 << retries_++);
+        if (!err) goto do_connect;
+      }
+      if (err == -EAGAIN) state_ = kResolvingRoute;
+      break;
+    case kResolvingRoute:
+    route_resolving:
+      if ((err = core::complete_pending(id_))) {
+        if (err == -ETIMEDOUT && retries_ <= kConnRetries) goto resolve_route;
+        break;
+      }
+    do_connect: {
+      if ((err = create_endpoint())) break;
+      wire::ConnData data;
+      format_conn_data(&data);
+      size_t offset = conn_data_offset(id_);  // the kernel fills the IB CM header
+      uint8_t buf[wire::kIbConnectHeaderSize + sizeof(wire::ConnData)] = {};
+      std::memcpy(buf + offset, &data, sizeof(data));
+      rdma_conn_param param{};
+      param.private_data = buf;
+      param.private_data_len = static_cast<uint8_t>(offset + sizeof(data));
+      param.flow_control = 1;
+      param.retry_count = 7;
+      param.rnr_retry_count = 7;
+      retries_ = 0;
+      err = core::connect(id_, &param);
+      if (!err) goto connected;
+      if (err == -EAGAIN) state_ = kConnecting;
+      break;
+    }
+    case kConnecting:
+      if ((err = core::complete_pending(id_))) break;
+    connected: {
+      const rdma_conn_param& resp = id_->event->param.conn;
+      wire::ConnData cresp{};
+      if (!resp.private_data || resp.private_data_len < sizeof(cresp)) {
+        err = -ENOTSUP;
+        break;
+      }
+      std::memcpy(&cresp, resp.private_data, sizeof(cresp));
+      if (cresp.version != wire::kVersion) {
+        err = -ENOTSUP;
+        break;
+      }
+      save_conn_data(cresp);
+      state_ = kConnectedRdWr;
+      break;
+    }
+    case kAccepting:
+      if (!(fd_flags_ & O_NONBLOCK)) set_fd_nonblocking(id_->channel->fd, true);
+      if ((err = core::complete_pending(id_))) break;
+      state_ = kConnectedRdWr;
+      break;
+    case kConnectError:
+    case kDisconnected:
+    case kError:
+      return -ENOTCONN;
+    default:
+      return (state_ & kConnected) ? 0 : -EINVAL;
+  }
+  if (err == -EAGAIN) return -EINPROGRESS;
+  if (err) {
+    state_ = kConnectError;
+    err_ = -err;
+  }
+  return err;
+}
+
+int StreamSocket::create_endpoint() {
+  uint32_t max = std::min<uint32_t>(core::max_qp_wr(id_), kQpMaxSize);
+  sq_size_ = static_cast<uint16_t>(std::clamp<uint32_t>(sq_size_, kQpMinSize, std::max<uint32_t>(max, kQpMinSize)));
+  rq_size_ = static_cast<uint16_t>(std::clamp<uint32_t>(rq_size_, kQpMinSize, std::max<uint32_t>(max, kQpMinSize)));
+  // iWARP has no RDMA write with immediate data; rdma-core then sends each
+  // message as an inline send, which we do not do yet.
+  if (id_->verbs->device->transport_type == IBV_TRANSPORT_IWARP) return -ENOTSUP;
+
+  id_->recv_cq_channel = ibv_create_comp_channel(id_->verbs);
+  if (!id_->recv_cq_channel) return errno ? -errno : -ENOMEM;
+  id_->recv_cq = ibv_create_cq(id_->verbs, sq_size_ + rq_size_, id_, id_->recv_cq_channel, 0);
+  if (!id_->recv_cq) return errno ? -errno : -ENOMEM;
+  if ((fd_flags_ & O_NONBLOCK) && set_fd_nonblocking(id_->recv_cq_channel->fd, true))
+    return -errno;
+  ibv_req_notify_cq(id_->recv_cq, 0);
+  id_->send_cq_channel = id_->recv_cq_channel;
+  id_->send_cq = id_->recv_cq;
+
+  ibv_qp_init_attr attr{};
+  attr.qp_context = this;
+  attr.send_cq = id_->send_cq;
+  attr.recv_cq = id_->recv_cq;
+  attr.qp_type = IBV_QPT_RC;
+  attr.sq_sig_all = 1;
+  attr.cap.max_send_wr = sq_size_;
+  attr.cap.max_recv_wr = rq_size_;
+  attr.cap.max_send_sge = 2;
+  attr.cap.max_recv_sge = 1;
+  attr.cap.max_inline_data = sq_inline_;
+  if (int err = core::create_qp(id_, nullptr, &attr)) return err;
+  sq_inline_ = static_cast<uint16_t>(attr.cap.max_inline_data);
+
+  rmsg_.assign(rq_size_ + 1u, Received{});
+  size_t sbuf_total = sbuf_size_;
+  if (sq_inline_ < wire::kMaxCtrlMessage) sbuf_total += wire::kMaxCtrlMessage * wire::kCtrlMessages;
+  size_t target_len = sizeof(wire::Sge) * wire::kTargetSglSize +
+                      sizeof(wire::IomapEntry) * target_iomap_size_;
+  sbuf_ = static_cast<uint8_t*>(forksafe_alloc(sbuf_total));
+  rbuf_ = static_cast<uint8_t*>(forksafe_alloc(rbuf_size_));
+  target_sgl_ = static_cast<wire::Sge*>(forksafe_alloc(target_len));
+  if (!sbuf_ || !rbuf_ || !target_sgl_) return -ENOMEM;
+  smr_ = register_buffer(id_, sbuf_, sbuf_total, false);
+  rmr_ = register_buffer(id_, rbuf_, rbuf_size_, true);
+  target_mr_ = register_buffer(id_, target_sgl_, target_len, true);
+  if (!smr_ || !rmr_ || !target_mr_) return errno ? -errno : -ENOMEM;
+
+  ssgl_[0].addr = ssgl_[1].addr = reinterpret_cast<uintptr_t>(sbuf_);
+  ssgl_[0].lkey = ssgl_[1].lkey = smr_->lkey;
+  sbuf_bytes_avail_ = static_cast<int>(sbuf_size_);
+  rbuf_free_offset_ = static_cast<int>(rbuf_size_ >> 1);
+  rbuf_bytes_avail_ = static_cast<int>(rbuf_size_ >> 1);
+  sqe_avail_ = sq_size_ - static_cast<int>(ctrl_max_seqno_);
+  rseq_comp_ = rq_size_ >> 1;
+  for (int i = 0; i < rq_size_; ++i)
+    if (int err = post_recv()) return err;
+  return 0;
+}
+
+void StreamSocket::format_conn_data(wire::ConnData* out) const {
+  *out = {};
+  out->version = wire::kVersion;
+  out->flags = wire::kConnFlagIomap | (__BYTE_ORDER == __BIG_ENDIAN ? wire::kConnFlagNet : 0);
+  out->credits = htobe16(rq_size_);
+  out->target_iomap_size = static_cast<uint8_t>(wire::scale_of(target_iomap_size_, 8));
+  out->target_sgl = wire::sge_to_wire(
+      {reinterpret_cast<uintptr_t>(target_sgl_), target_mr_->rkey, wire::kTargetSglSize});
+  out->data_buf =
+      wire::sge_to_wire({reinterpret_cast<uintptr_t>(rbuf_), rmr_->rkey, rbuf_size_ >> 1});
+}
+
+void StreamSocket::save_conn_data(const wire::ConnData& in) {
+  remote_sgl_ = wire::sge_from_wire(in.target_sgl);
+  remote_sge_ = 1;
+  bool peer_net = in.flags & wire::kConnFlagNet;
+  swap_sgl_ = peer_net != (__BYTE_ORDER == __BIG_ENDIAN);
+  if (in.flags & wire::kConnFlagIomap) {
+    remote_iomap_.addr = remote_sgl_.addr + sizeof(wire::Sge) * remote_sgl_.length;
+    remote_iomap_.length = static_cast<uint32_t>(wire::value_of(in.target_iomap_size, 8));
+    remote_iomap_.key = remote_sgl_.key;
+  }
+  target_sgl_[0] = wire::sge_from_wire(in.data_buf);
+  sseq_comp_ = be16toh(in.credits);
+}
+
+int StreamSocket::shutdown(int how) {
+  if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) return -EINVAL;
+  if (fd_flags_ & O_NONBLOCK) set_nonblocking(false);
+  int err = 0;
+  if (state_ & kConnected) {
+    wire::Ctrl ctrl = wire::Ctrl::disconnect;
+    bool send = true;
+    if (how == SHUT_RDWR) {
+      state_ &= ~(kReadable | kWritable);
+    } else if (how == SHUT_WR) {
+      state_ &= ~kWritable;
+      if (state_ & kReadable) ctrl = wire::Ctrl::shutdown;
+    } else {
+      state_ &= ~kReadable;
+      send = !(state_ & kWritable);
+    }
+    if (send) err = send_ctrl(ctrl);
+  }
+  if (!err && (state_ & kConnected)) process_cq(false, &StreamSocket::all_sends_done);
+  if ((fd_flags_ & O_NONBLOCK) && (state_ & kConnected)) set_nonblocking(true);
+  if (state_ & kDisconnected) {
+    // Flush the receives so that a thread asleep in rpoll wakes.
+    ibv_req_notify_cq(id_->recv_cq, 0);
+    core::flush_qp(id_);
+  }
+  return err;
+}
+
+void StreamSocket::close() {
+  if (state_ & kConnected) shutdown(SHUT_RDWR);
+  if (in_service_) {
+    unwatch(state_ == kListening ? Watch::listeners : Watch::connections, this);
+    in_service_ = false;
+  }
+}
+
+int StreamSocket::peer_name(sockaddr* addr, socklen_t* len) {
+  if (!addr || !len) return -EFAULT;
+  copy_addr(addr, &id_->route.addr.dst_addr, len);
+  return 0;
+}
+
+int StreamSocket::sock_name(sockaddr* addr, socklen_t* len) {
+  if (!addr || !len) return -EFAULT;
+  copy_addr(addr, &id_->route.addr.src_addr, len);
+  return 0;
+}
+
+bool StreamSocket::set_nonblocking(bool on) {
+  int err = 0;
+  if (id_->recv_cq_channel) err = set_fd_nonblocking(id_->recv_cq_channel->fd, on);
+  if (state_ == kListening)
+    err = set_fd_nonblocking(accept_queue_[0], on);
+  else if (!err && state_ < kConnected)
+    err = set_fd_nonblocking(id_->channel->fd, on);
+  return !err;
+}
+
+int StreamSocket::set_flags(int flags) {
+  if ((fd_flags_ & O_NONBLOCK) != (flags & O_NONBLOCK) && !set_nonblocking(flags & O_NONBLOCK))
+    return -errno;
+  fd_flags_ = flags;
+  return 0;
+}
+
+void StreamSocket::handle_cm_event() {
+  if (state_ & kOpening) {
+    advance_connect();
+  } else if (!core::complete_pending(id_) && id_->event && (state_ & kConnected) &&
+             id_->event->event == RDMA_CM_EVENT_DISCONNECTED) {
+    state_ = kDisconnected;
+  }
+  if (!(state_ & kOpening)) signal_pollers();
+}
+
+}  // namespace rdmacm::rsocket

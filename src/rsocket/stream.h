@@ -1,0 +1,152 @@
+// Stream rsockets over RC QPs (the wire format is protocol.h's).
+#pragma once
+
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "rsocket/protocol.h"
+#include "rsocket/socket.h"
+
+namespace rdmacm::rsocket {
+
+class StreamSocket final : public Socket {
+ public:
+  // States, ordered passive, opening, connected, closed (as rdma-core's).
+  enum : int {
+    kInit = 0,
+    kBound = 0x0001,
+    kListening = 0x0002,
+    kOpening = 0x0004,
+    kResolvingAddr = kOpening | 0x0010,
+    kResolvingRoute = kOpening | 0x0020,
+    kConnecting = kOpening | 0x0040,
+    kAccepting = kOpening | 0x0080,
+    kConnected = 0x0100,
+    kWritable = 0x0200,
+    kReadable = 0x0400,
+    kConnectedRdWr = kConnected | kReadable | kWritable,
+    kConnectError = 0x0800,
+    kDisconnected = 0x1000,
+    kError = 0x2000,
+  };
+
+  // A new socket (rsocket()); -errno in *err on failure.
+  static StreamSocket* create(int domain, int* err);
+  ~StreamSocket() override;
+
+  int bind(const sockaddr* addr, socklen_t len) override;
+  int listen(int backlog) override;
+  int accept(sockaddr* addr, socklen_t* len) override;
+  int connect(const sockaddr* addr, socklen_t len) override;
+  ssize_t recv(void* buf, size_t len, int flags) override;
+  ssize_t send(const void* buf, size_t len, int flags) override;
+  int shutdown(int how) override;
+  void close() override;
+  int peer_name(sockaddr* addr, socklen_t* len) override;
+  int sock_name(sockaddr* addr, socklen_t* len) override;
+  int set_option(int level, int name, const void* value, socklen_t len) override;
+  int get_option(int level, int name, void* value, socklen_t* len) override;
+  int set_flags(int flags) override;
+  short poll_state(short events) override;
+  int wait_fd() override;
+  void consume_wakeup() override;
+
+  // For the CM service (service.cpp): a listener's pending connection
+  // requests, and a connected or connecting socket's CM events.
+  void accept_requests();
+  void handle_cm_event();
+
+ private:
+  explicit StreamSocket(const StreamSocket* listener);
+
+  // stream.cpp: connection setup.
+  int advance_connect();  // drives the connect state machine one step
+  int create_endpoint();  // CQ, QP, buffers, posted receives
+  void format_conn_data(wire::ConnData* out) const;
+  void save_conn_data(const wire::ConnData& in);
+  bool set_nonblocking(bool on);
+
+  // stream_io.cpp: the data path.
+  using Test = bool (StreamSocket::*)() const;
+  int post_recv();
+  int post_message(uint32_t imm);
+  int post_write(ibv_sge* sgl, int nsge, uint32_t imm, int flags, uint64_t addr, uint32_t rkey,
+                 bool with_imm);
+  int write_data(ibv_sge* sgl, int nsge, uint32_t length, int flags);
+  void send_credits();
+  bool should_give_credits() const;
+  void update_credits();
+  int poll_cq();
+  int wait_cq_event();
+  int process_cq(bool nonblock, Test test);
+  int completion(bool nonblock, Test test);
+  int send_ctrl(wire::Ctrl ctrl);
+
+  bool can_send() const;
+  bool conn_can_send() const { return can_send() || !(state_ & kWritable); }
+  bool ctrl_available() const { return ctrl_seqno_ != ctrl_max_seqno_; }
+  bool conn_can_send_ctrl() const { return ctrl_available() || !(state_ & kConnected); }
+  bool have_data() const { return rmsg_head_ != rmsg_tail_; }
+  bool conn_have_data() const { return have_data() || !(state_ & kReadable); }
+  bool all_sends_done() const;
+  bool cq_armed() const { return cq_armed_; }
+  bool any() const { return true; }
+  bool nonblocking(int flags) const { return (fd_flags_ & O_NONBLOCK) || (flags & MSG_DONTWAIT); }
+
+  rdma_cm_id* id_ = nullptr;
+  std::atomic<int> state_{kInit};
+  int err_ = 0;
+  int retries_ = 0;
+  bool swap_sgl_ = false;       // the peer's byte order differs
+  bool in_service_ = false;     // registered with a CM service
+  std::vector<uint8_t> route_;  // RDMA_ROUTE set before connect
+  uint64_t so_opts_ = 0, tcp_opts_ = 0, ipv6_opts_ = 0;  // boolean options, bit = optname
+  unsigned keepalive_time_ = 0;
+
+  // Sizes (inherited from a listener, else config()).
+  uint32_t sbuf_size_, rbuf_size_;
+  uint16_t sq_size_, rq_size_, sq_inline_;
+  uint16_t target_iomap_size_;
+
+  // Buffers, registered with the id's PD.
+  uint8_t* sbuf_ = nullptr;
+  ibv_mr* smr_ = nullptr;
+  uint8_t* rbuf_ = nullptr;
+  ibv_mr* rmr_ = nullptr;
+  wire::Sge* target_sgl_ = nullptr;  // kTargetSglSize entries the peer writes, then the iomap
+  ibv_mr* target_mr_ = nullptr;
+
+  // Sequence numbers: messages sent / allowed, consumed / credited.
+  uint32_t ctrl_seqno_ = 0, ctrl_max_seqno_ = wire::kCtrlMessages;
+  uint16_t sseq_no_ = 0, sseq_comp_ = 0, rseq_no_ = 0, rseq_comp_ = 0;
+
+  wire::Sge remote_sgl_{};  // the peer's target SGL
+  wire::Sge remote_iomap_{};
+  uint32_t remote_sge_ = 0;  // next entry of it to write
+  uint32_t target_sge_ = 0;  // next entry of ours to send data to
+
+  int rbuf_bytes_avail_ = 0, rbuf_free_offset_ = 0, rbuf_offset_ = 0;
+  int sbuf_bytes_avail_ = 0;
+  ibv_sge ssgl_[2]{};
+  int sqe_avail_ = 0;
+
+  struct Received {
+    uint32_t op;
+    uint32_t data;
+  };
+  std::vector<Received> rmsg_;  // rq_size + 1 slots
+  int rmsg_head_ = 0, rmsg_tail_ = 0;
+
+  bool cq_armed_ = false;
+  int unack_cqe_ = 0;
+
+  int accept_queue_[2] = {-1, -1};  // listener: fds of accepted sockets
+
+  std::mutex send_mutex_, recv_mutex_, cq_mutex_, cq_wait_mutex_, connect_mutex_;
+};
+
+}  // namespace rdmacm::rsocket

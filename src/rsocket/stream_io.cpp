@@ -1,0 +1,428 @@
+// Stream rsockets' data path: RDMA writes with immediate data into the peer's
+// receive buffer, credits, control messages, and waiting for completions
+// (polling first, then sleeping on the CQ's channel).
+#include <byteswap.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/cm.h"
+#include "rsocket/config.h"
+#include "rsocket/stream.h"
+
+namespace rdmacm::rsocket {
+namespace {
+
+constexpr uint64_t kRecvFlag = 1ull << 63;
+
+uint64_t now_us() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000 + static_cast<uint64_t>(t.tv_nsec) / 1000;
+}
+
+int post(ibv_qp* qp, ibv_send_wr& wr) {
+  ibv_send_wr* bad;
+  int err = ibv_post_send(qp, &wr, &bad);
+  return err > 0 ? -err : err;
+}
+
+}  // namespace
+
+int StreamSocket::post_recv() {
+  // RDMA writes with immediate data consume a receive with no buffer.
+  ibv_recv_wr wr{}, *bad;
+  wr.wr_id = kRecvFlag;
+  int err = ibv_post_recv(id_->qp, &wr, &bad);
+  return err > 0 ? -err : err;
+}
+
+int StreamSocket::post_message(uint32_t imm) {
+  ibv_send_wr wr{};
+  wr.wr_id = imm;
+  wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+  wr.imm_data = htobe32(imm);
+  return post(id_->qp, wr);
+}
+
+int StreamSocket::post_write(ibv_sge* sgl, int nsge, uint32_t imm, int flags, uint64_t addr,
+                             uint32_t rkey, bool with_imm) {
+  ibv_send_wr wr{};
+  wr.wr_id = imm;
+  wr.sg_list = sgl;
+  wr.num_sge = nsge;
+  wr.opcode = with_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+  wr.send_flags = static_cast<unsigned>(flags);
+  if (with_imm) wr.imm_data = htobe32(imm);
+  wr.wr.rdma.remote_addr = addr;
+  wr.wr.rdma.rkey = rkey;
+  return post(id_->qp, wr);
+}
+
+// The target SGE is advanced before the write: once the data lands the peer
+// may hand the same space back with a credit update.
+int StreamSocket::write_data(ibv_sge* sgl, int nsge, uint32_t length, int flags) {
+  ++sseq_no_;
+  --sqe_avail_;
+  sbuf_bytes_avail_ -= static_cast<int>(length);
+  wire::Sge& target = target_sgl_[target_sge_];
+  uint64_t addr = target.addr;
+  uint32_t rkey = target.key;
+  target.addr += length;
+  target.length -= length;
+  if (!target.length && ++target_sge_ == wire::kTargetSglSize) target_sge_ = 0;
+  return post_write(sgl, nsge, wire::imm(wire::Op::data, length), flags, addr, rkey, true);
+}
+
+// Grants the peer more messages and, when half our receive buffer is free
+// again, that half: written into the peer's target SGL.
+void StreamSocket::send_credits() {
+  ++ctrl_seqno_;
+  rseq_comp_ = static_cast<uint16_t>(rseq_no_ + (rq_size_ >> 1));
+  uint32_t credit = wire::imm(wire::Op::sgl, static_cast<uint16_t>(rseq_no_ + rq_size_));
+  if (rbuf_bytes_avail_ < static_cast<int>(rbuf_size_ >> 1)) {
+    post_message(credit);
+    return;
+  }
+  wire::Sge sge{reinterpret_cast<uintptr_t>(&rbuf_[rbuf_free_offset_]), rmr_->rkey,
+                rbuf_size_ >> 1};
+  if (swap_sgl_) sge = {bswap_64(sge.addr), bswap_32(sge.key), bswap_32(sge.length)};
+  ibv_sge ib{};
+  int flags = IBV_SEND_INLINE;
+  ib.addr = reinterpret_cast<uintptr_t>(&sge);
+  ib.length = sizeof(sge);
+  if (sq_inline_ < sizeof(sge)) {
+    // Too big to inline: from the control slots past the send buffer.
+    uint8_t* slot =
+        sbuf_ + sbuf_size_ + wire::kMaxCtrlMessage * (ctrl_seqno_ & (wire::kCtrlMessages - 1));
+    std::memcpy(slot, &sge, sizeof(sge));
+    ib.addr = reinterpret_cast<uintptr_t>(slot);
+    ib.lkey = smr_->lkey;
+    flags = 0;
+  }
+  post_write(&ib, 1, credit, flags, remote_sgl_.addr + remote_sge_ * sizeof(wire::Sge),
+             remote_sgl_.key, true);
+  rbuf_bytes_avail_ -= static_cast<int>(rbuf_size_ >> 1);
+  rbuf_free_offset_ += static_cast<int>(rbuf_size_ >> 1);
+  if (rbuf_free_offset_ >= static_cast<int>(rbuf_size_)) rbuf_free_offset_ = 0;
+  if (++remote_sge_ == remote_sgl_.length) remote_sge_ = 0;
+}
+
+bool StreamSocket::should_give_credits() const {
+  return (rbuf_bytes_avail_ >= static_cast<int>(rbuf_size_ >> 1) ||
+          static_cast<int16_t>(rseq_no_ - rseq_comp_) >= 0) &&
+         ctrl_available() && (state_ & kConnected);
+}
+
+void StreamSocket::update_credits() {
+  if (should_give_credits()) send_credits();
+}
+
+bool StreamSocket::can_send() const {
+  return sqe_avail_ && sbuf_bytes_avail_ >= static_cast<int>(wire::kSendLowWater) &&
+         sseq_no_ != sseq_comp_ && target_sgl_[target_sge_].length != 0;
+}
+
+bool StreamSocket::all_sends_done() const {
+  return static_cast<int>(ctrl_max_seqno_ - ctrl_seqno_) + sqe_avail_ == sq_size_ ||
+         !(state_ & kConnected);
+}
+
+// Takes what completed: the peer's messages (data, credits, control) and our
+// sends' completions. Reposts a receive for each message taken.
+int StreamSocket::poll_cq() {
+  ibv_wc wc;
+  int ret, taken = 0;
+  while ((ret = ibv_poll_cq(id_->recv_cq, 1, &wc)) > 0) {
+    if (wc.wr_id & kRecvFlag) {
+      if (wc.status != IBV_WC_SUCCESS) continue;
+      ++taken;
+      uint32_t msg = be32toh(wc.imm_data);
+      switch (wire::imm_op(msg)) {
+        case wire::Op::sgl:
+          sseq_comp_ = static_cast<uint16_t>(wire::imm_data(msg));
+          break;
+        case wire::Op::iomap_sgl:
+          break;  // the peer updated our iomap view: nothing to do
+        case wire::Op::ctrl:
+          if (wire::imm_data(msg) == static_cast<uint32_t>(wire::Ctrl::disconnect)) {
+            state_ = kDisconnected;
+            return 0;
+          }
+          if (wire::imm_data(msg) == static_cast<uint32_t>(wire::Ctrl::shutdown)) {
+            if (state_ & kWritable) {
+              state_ &= ~kReadable;
+            } else {
+              state_ = kDisconnected;
+              return 0;
+            }
+          }
+          break;
+        case wire::Op::write:
+          break;
+        default:
+          rmsg_[rmsg_tail_] = {static_cast<uint32_t>(wire::imm_op(msg)), wire::imm_data(msg)};
+          if (++rmsg_tail_ == rq_size_ + 1) rmsg_tail_ = 0;
+          break;
+      }
+    } else {
+      uint32_t sent = static_cast<uint32_t>(wc.wr_id);
+      switch (wire::imm_op(sent)) {
+        case wire::Op::sgl:
+          ++ctrl_max_seqno_;
+          break;
+        case wire::Op::ctrl:
+          ++ctrl_max_seqno_;
+          if (wire::imm_data(sent) == static_cast<uint32_t>(wire::Ctrl::disconnect))
+            state_ = kDisconnected;
+          break;
+        case wire::Op::iomap_sgl:
+          ++sqe_avail_;
+          sbuf_bytes_avail_ += sizeof(wire::IomapEntry);
+          break;
+        default:
+          ++sqe_avail_;
+          sbuf_bytes_avail_ += static_cast<int>(wire::imm_data(sent));
+          break;
+      }
+      if (wc.status != IBV_WC_SUCCESS && (state_ & kConnected)) {
+        state_ = kError;
+        err_ = EIO;
+      }
+    }
+  }
+  if (state_ & kConnected) {
+    while (!ret && taken--) ret = post_recv();
+    if (ret) {
+      state_ = kError;
+      err_ = -ret;
+    }
+  }
+  return ret < 0 ? ret : 0;
+}
+
+int StreamSocket::wait_cq_event() {
+  if (!cq_armed_) return 0;
+  ibv_cq* cq;
+  void* context;
+  if (ibv_get_cq_event(id_->recv_cq_channel, &cq, &context)) {
+    int err = errno;
+    if (err != EAGAIN && err != EINTR) state_ = kError;
+    return -err;
+  }
+  if (++unack_cqe_ >= sq_size_ + rq_size_) {
+    ibv_ack_cq_events(id_->recv_cq, static_cast<unsigned>(unack_cqe_));
+    unack_cqe_ = 0;
+  }
+  cq_armed_ = false;
+  return 0;
+}
+
+// Processes completions until test() holds; sleeps on the CQ's channel
+// between rounds unless nonblock (then -EWOULDBLOCK). A sender and a receiver
+// may both be here: cq_mutex guards the CQ and what it updates, and is let go
+// while sleeping (cq_wait_mutex) so the other can progress.
+int StreamSocket::process_cq(bool nonblock, Test test) {
+  std::unique_lock lock(cq_mutex_);
+  int ret;
+  do {
+    update_credits();
+    ret = poll_cq();
+    if ((this->*test)()) {
+      ret = 0;
+      break;
+    }
+    if (ret) break;
+    if (nonblock) {
+      ret = -EWOULDBLOCK;
+    } else if (!cq_armed_) {
+      ibv_req_notify_cq(id_->recv_cq, 0);
+      cq_armed_ = true;
+    } else {
+      update_credits();
+      std::lock_guard wait(cq_wait_mutex_);
+      lock.unlock();
+      ret = wait_cq_event();
+      lock.lock();
+    }
+  } while (!ret);
+  update_credits();
+  return ret;
+}
+
+int StreamSocket::completion(bool nonblock, Test test) {
+  uint64_t start = 0;
+  for (;;) {
+    int ret = process_cq(true, test);
+    if (!ret || nonblock || ret != -EWOULDBLOCK) return ret;
+    if (!start) start = now_us();
+    if (now_us() - start > config().polling_time) break;
+  }
+  return process_cq(false, test);
+}
+
+int StreamSocket::send_ctrl(wire::Ctrl ctrl) {
+  if (!ctrl_available()) {
+    if (int err = process_cq(false, &StreamSocket::conn_can_send_ctrl)) return err;
+  }
+  if (!(state_ & kConnected) || !ctrl_available()) return 0;
+  ++ctrl_seqno_;
+  return post_message(wire::imm(wire::Op::ctrl, static_cast<uint32_t>(ctrl)));
+}
+
+// Data still queued after the peer disconnected is handed out.
+ssize_t StreamSocket::recv(void* buf, size_t len, int flags) {
+  if (!buf && len) return -EFAULT;
+  if (state_ & kOpening) {
+    int err = advance_connect();
+    if (err) return err == -EINPROGRESS ? -EAGAIN : err;
+  }
+  if (!(state_ & (kConnected | kDisconnected | kError))) return -ENOTCONN;
+  std::lock_guard lock(recv_mutex_);
+  auto* out = static_cast<uint8_t*>(buf);
+  size_t left = len;
+  int ret = 0;
+  do {
+    if (!have_data()) {
+      if ((ret = completion(nonblocking(flags), &StreamSocket::conn_have_data))) break;
+    }
+    bool peek = flags & MSG_PEEK;
+    int head = rmsg_head_, offset = rbuf_offset_;
+    uint16_t consumed = 0;
+    int freed = 0;
+    while (left && head != rmsg_tail_) {
+      uint32_t size = rmsg_[head].data;
+      if (left < size) {
+        size = static_cast<uint32_t>(left);
+        if (!peek) rmsg_[head].data -= size;
+      } else {
+        ++consumed;
+        if (++head == rq_size_ + 1) head = 0;
+      }
+      left -= size;
+      freed += static_cast<int>(size);
+      while (size) {
+        uint32_t chunk = std::min<uint32_t>(size, rbuf_size_ - offset);
+        std::memcpy(out, &rbuf_[offset], chunk);
+        out += chunk;
+        size -= chunk;
+        offset += static_cast<int>(chunk);
+        if (offset == static_cast<int>(rbuf_size_)) offset = 0;
+      }
+    }
+    if (peek) break;
+    rmsg_head_ = head;
+    rbuf_offset_ = offset;
+    // What was consumed may be granted to the peer at once.
+    std::lock_guard cq(cq_mutex_);
+    rseq_no_ = static_cast<uint16_t>(rseq_no_ + consumed);
+    rbuf_bytes_avail_ += freed;
+    update_credits();
+  } while (left && (flags & MSG_WAITALL) && (state_ & kReadable));
+  return ret && left == len ? ret : static_cast<ssize_t>(len - left);
+}
+
+ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
+  if (!buf && len) return -EFAULT;
+  if (state_ & kOpening) {
+    int err = advance_connect();
+    if (err) return err == -EINPROGRESS ? -EAGAIN : err;
+  }
+  if (!(state_ & kConnected)) return state_ & (kDisconnected | kError) ? -EPIPE : -ENOTCONN;
+  std::lock_guard lock(send_mutex_);
+  auto* in = static_cast<const uint8_t*>(buf);
+  size_t left = len;
+  uint32_t chunk_limit = wire::kFirstTransfer;
+  int ret = 0;
+  while (left) {
+    if (!can_send()) {
+      if ((ret = completion(nonblocking(flags), &StreamSocket::conn_can_send))) break;
+      if (!(state_ & kWritable)) {
+        ret = -ECONNRESET;
+        break;
+      }
+    }
+    uint32_t size;
+    if (chunk_limit < left) {
+      size = chunk_limit;
+      if (chunk_limit < wire::kMaxTransfer) chunk_limit <<= 1;
+    } else {
+      size = static_cast<uint32_t>(left);
+    }
+    size = std::min<uint32_t>(size, static_cast<uint32_t>(sbuf_bytes_avail_));
+    size = std::min<uint32_t>(size, target_sgl_[target_sge_].length);
+
+    std::lock_guard cq(cq_mutex_);  // sends and completions update the same counters
+    uint32_t to_end =
+        static_cast<uint32_t>(reinterpret_cast<uintptr_t>(sbuf_ + sbuf_size_) - ssgl_[0].addr);
+    if (size <= sq_inline_) {
+      ibv_sge sge{reinterpret_cast<uintptr_t>(in), size, 0};
+      ret = write_data(&sge, 1, size, IBV_SEND_INLINE);
+    } else if (size <= to_end) {
+      std::memcpy(reinterpret_cast<void*>(ssgl_[0].addr), in, size);
+      ssgl_[0].length = size;
+      ret = write_data(ssgl_, 1, size, 0);
+      ssgl_[0].addr = size < to_end ? ssgl_[0].addr + size : reinterpret_cast<uintptr_t>(sbuf_);
+    } else {
+      ssgl_[0].length = to_end;
+      std::memcpy(reinterpret_cast<void*>(ssgl_[0].addr), in, to_end);
+      ssgl_[1].length = size - to_end;
+      std::memcpy(sbuf_, in + to_end, ssgl_[1].length);
+      ret = write_data(ssgl_, 2, size, 0);
+      ssgl_[0].addr = reinterpret_cast<uintptr_t>(sbuf_) + ssgl_[1].length;
+    }
+    if (ret) break;
+    left -= size;
+    in += size;
+  }
+  return ret && left == len ? ret : static_cast<ssize_t>(len - left);
+}
+
+short StreamSocket::poll_state(short events) {
+  int state = state_;
+  if ((state & kConnected) || state == kDisconnected || (state & kError)) {
+    process_cq(true, &StreamSocket::any);
+    short revents = 0;
+    {
+      std::lock_guard lock(cq_mutex_);
+      if ((events & POLLIN) && conn_have_data()) revents |= POLLIN;
+      if ((events & POLLOUT) && can_send()) revents |= POLLOUT;
+      if (!(state_ & kConnected)) revents |= state_ == kDisconnected ? POLLHUP : POLLERR;
+    }
+    return revents;
+  }
+  if (state == kListening) {
+    pollfd p{accept_queue_[0], events, 0};
+    ::poll(&p, 1, 0);
+    return p.revents;
+  }
+  if (state & kOpening) {
+    int err = advance_connect();
+    if (err != -EINPROGRESS) return poll_state(events);
+  }
+  if (state_ == kConnectError) return static_cast<short>((events & (POLLIN | POLLOUT)) | POLLERR);
+  return 0;
+}
+
+int StreamSocket::wait_fd() {
+  std::lock_guard lock(cq_mutex_);
+  if (state_ & kConnected) {
+    if (!cq_armed_) {
+      ibv_req_notify_cq(id_->recv_cq, 0);
+      cq_armed_ = true;
+    }
+    return id_->recv_cq_channel->fd;
+  }
+  if (state_ == kListening) return accept_queue_[0];
+  return id_->channel->fd;
+}
+
+void StreamSocket::consume_wakeup() {
+  if (!(state_ & kConnected) && state_ != kDisconnected && !(state_ & kError)) return;
+  std::lock_guard wait(cq_wait_mutex_);
+  wait_cq_event();
+}
+
+}  // namespace rdmacm::rsocket

@@ -1,0 +1,211 @@
+// rsetsockopt / rgetsockopt on stream rsockets: what rdma-core's accept, with
+// the same meaning (most TCP options are accepted and remembered, since a
+// reliable connection has no use for them), plus length checks rdma-core
+// lacks (a short option value gives EINVAL instead of a read past it).
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <rdma/rsocket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "core/cm.h"
+#include "rsocket/protocol.h"
+#include "rsocket/stream.h"
+
+namespace rdmacm::rsocket {
+namespace {
+
+constexpr uint32_t kQpMaxSize = 0xFFFE;
+
+int read_int(const void* value, socklen_t len, int* out) {
+  if (!value) return -EFAULT;
+  if (len < sizeof(int)) return -EINVAL;
+  std::memcpy(out, value, sizeof(int));
+  return 0;
+}
+
+int write_int(void* value, socklen_t* len, int v) {
+  if (!value || !len) return -EFAULT;
+  if (*len < sizeof(int)) return -EINVAL;
+  std::memcpy(value, &v, sizeof(int));
+  *len = sizeof(int);
+  return 0;
+}
+
+void set_bit(uint64_t* opts, int name, bool on) {
+  if (name < 0 || name >= 64) return;
+  *opts = on ? *opts | 1ull << name : *opts & ~(1ull << name);
+}
+
+bool bit(uint64_t opts, int name) { return name >= 0 && name < 64 && (opts >> name & 1); }
+
+unsigned system_keepalive_time() {
+  unsigned t = 7200;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/tcp_keepalive_time", "re")) {
+    if (std::fscanf(f, "%u", &t) != 1) t = 7200;
+    std::fclose(f);
+  }
+  return t;
+}
+
+}  // namespace
+
+int StreamSocket::set_option(int level, int name, const void* value, socklen_t len) {
+  int v = 0;
+  if (level == SOL_SOCKET && name == SO_LINGER) {
+    if (!value) return -EFAULT;
+    if (len < sizeof(linger)) return -EINVAL;
+  } else if (!(level == SOL_RDMA && name == RDMA_ROUTE)) {
+    if (int err = read_int(value, len, &v)) return err;
+  }
+  switch (level) {
+    case SOL_SOCKET:
+      switch (name) {
+        case SO_REUSEADDR: {
+          int err = core::set_option(id_, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, value, len);
+          // As rdma-core: a bound IB id cannot change it, which is no error.
+          if (err && err != -ENOSYS && !(state_ != kInit && id_->verbs &&
+                                          id_->verbs->device->transport_type == IBV_TRANSPORT_IB))
+            return err;
+          set_bit(&so_opts_, name, v);
+          return 0;
+        }
+        case SO_RCVBUF:
+          if (!rbuf_) rbuf_size_ = static_cast<uint32_t>(v) << 1;
+          return 0;
+        case SO_SNDBUF:
+          if (!sbuf_) sbuf_size_ = static_cast<uint32_t>(v) << 1;
+          if (sbuf_size_ < wire::kSendLowWater) sbuf_size_ = wire::kSendLowWater << 1;
+          return 0;
+        case SO_LINGER: {
+          linger l;
+          std::memcpy(&l, value, sizeof(l));
+          set_bit(&so_opts_, name, !l.l_onoff);  // inverted: the default (0) is on
+          return 0;
+        }
+        case SO_KEEPALIVE:
+          if (v && !keepalive_time_) keepalive_time_ = system_keepalive_time();
+          set_bit(&so_opts_, name, v);
+          return 0;
+        case SO_OOBINLINE:
+          set_bit(&so_opts_, name, v);
+          return 0;
+      }
+      break;
+    case IPPROTO_TCP:
+      switch (name) {
+        case TCP_KEEPCNT:
+        case TCP_KEEPINTVL:
+        case TCP_MAXSEG:
+          return 0;  // nothing to tune on a reliable connection
+        case TCP_KEEPIDLE:
+          if (v <= 0) return -EINVAL;
+          keepalive_time_ = static_cast<unsigned>(v);
+          return 0;
+        case TCP_NODELAY:
+          set_bit(&tcp_opts_, name, v);
+          return 0;
+      }
+      break;
+    case IPPROTO_IPV6:
+      if (name == IPV6_V6ONLY) {
+        if (int err = core::set_option(id_, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, value, len))
+          return err;
+        set_bit(&ipv6_opts_, name, v);
+        return 0;
+      }
+      break;
+    case SOL_RDMA:
+      if (state_ >= kOpening) return -EINVAL;
+      switch (name) {
+        case RDMA_SQSIZE:
+          sq_size_ = static_cast<uint16_t>(std::min<uint32_t>(static_cast<uint32_t>(v), kQpMaxSize));
+          return 0;
+        case RDMA_RQSIZE:
+          rq_size_ = static_cast<uint16_t>(std::min<uint32_t>(static_cast<uint32_t>(v), kQpMaxSize));
+          return 0;
+        case RDMA_INLINE:
+          sq_inline_ = static_cast<uint16_t>(std::min<uint32_t>(static_cast<uint32_t>(v), kQpMaxSize));
+          return 0;
+        case RDMA_IOMAPSIZE:
+          target_iomap_size_ = static_cast<uint16_t>(
+              wire::value_of(static_cast<uint8_t>(wire::scale_of(v, 8)), 8));
+          return 0;
+        case RDMA_ROUTE:
+          if (!value) return -EFAULT;
+          if (!len) return -EINVAL;
+          route_.assign(static_cast<const uint8_t*>(value),
+                        static_cast<const uint8_t*>(value) + len);
+          return 0;
+      }
+      break;
+  }
+  return -ENOTSUP;
+}
+
+int StreamSocket::get_option(int level, int name, void* value, socklen_t* len) {
+  switch (level) {
+    case SOL_SOCKET:
+      switch (name) {
+        case SO_REUSEADDR:
+        case SO_KEEPALIVE:
+        case SO_OOBINLINE:
+          return write_int(value, len, bit(so_opts_, name));
+        case SO_RCVBUF:
+          return write_int(value, len, static_cast<int>(rbuf_size_));
+        case SO_SNDBUF:
+          return write_int(value, len, static_cast<int>(sbuf_size_));
+        case SO_LINGER: {
+          if (!value || !len) return -EFAULT;
+          if (*len < sizeof(linger)) return -EINVAL;
+          linger l{!bit(so_opts_, name), 0};
+          std::memcpy(value, &l, sizeof(l));
+          *len = sizeof(l);
+          return 0;
+        }
+        case SO_ERROR: {
+          int err = write_int(value, len, err_);
+          if (!err) err_ = 0;
+          return err;
+        }
+      }
+      break;
+    case IPPROTO_TCP:
+      switch (name) {
+        case TCP_KEEPCNT:
+        case TCP_KEEPINTVL:
+          return write_int(value, len, 1);
+        case TCP_KEEPIDLE:
+          return write_int(value, len, static_cast<int>(keepalive_time_));
+        case TCP_NODELAY:
+          return write_int(value, len, bit(tcp_opts_, name));
+        case TCP_MAXSEG:
+          return write_int(value, len,
+                           id_->route.num_paths ? 1 << (7 + id_->route.path_rec->mtu) : 2048);
+      }
+      break;
+    case IPPROTO_IPV6:
+      if (name == IPV6_V6ONLY) return write_int(value, len, bit(ipv6_opts_, name));
+      break;
+    case SOL_RDMA:
+      switch (name) {
+        case RDMA_SQSIZE:
+          return write_int(value, len, sq_size_);
+        case RDMA_RQSIZE:
+          return write_int(value, len, rq_size_);
+        case RDMA_INLINE:
+          return write_int(value, len, sq_inline_);
+        case RDMA_IOMAPSIZE:
+          return write_int(value, len, target_iomap_size_);
+        case RDMA_ROUTE:
+          return -ENOTSUP;  // not yet: rdma-core converts the id's path records here
+      }
+      break;
+  }
+  return -ENOTSUP;
+}
+
+}  // namespace rdmacm::rsocket

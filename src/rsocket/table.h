@@ -1,0 +1,17 @@
+// fd -> socket, for every r* call. Lookups take no lock: a two-level array
+// indexed by the fd (pages of 1024 slots allocated on first use and never
+// freed), as rdma-core's index map. Adding and removing are the socket's
+// creation and rclose; a lookup racing an rclose of the same fd is the
+// application's race, as with close(2).
+#pragma once
+
+namespace rdmacm::rsocket {
+
+class Socket;
+
+Socket* find_socket(int fd);
+// false if fd is out of range or memory ran out.
+bool insert_socket(int fd, Socket* s);
+void remove_socket(int fd);
+
+}  // namespace rdmacm::rsocket
