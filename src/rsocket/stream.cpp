@@ -419,7 +419,15 @@ int StreamSocket::shutdown(int how) {
   return err;
 }
 
+// Closes as TCP does: our end first (the peer reads what is queued, then
+// end-of-file), then a short wait for the peer's end, then the rest. rdma-core
+// disconnects at once, and a peer in rpoll then sees POLLHUP before it has
+// read the last data (rstream -T a fails on it); ours waits for the peer, for
+// at most kLingerMs.
 void StreamSocket::close() {
+  constexpr int kLingerMs = 1000;
+  if (state_ & kWritable) shutdown(SHUT_WR);
+  if (state_ & kConnected) await_peer_close(kLingerMs);
   if (state_ & kConnected) shutdown(SHUT_RDWR);
   if (in_service_) {
     unwatch(state_ == kListening ? Watch::listeners : Watch::connections, this);

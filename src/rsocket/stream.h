@@ -85,6 +85,7 @@ class StreamSocket final : public Socket {
   int process_cq(bool nonblock, Test test);
   int completion(bool nonblock, Test test);
   int send_ctrl(wire::Ctrl ctrl);
+  void await_peer_close(int ms);
 
   bool can_send() const;
   bool conn_can_send() const { return can_send() || !(state_ & kWritable); }

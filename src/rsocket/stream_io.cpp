@@ -272,6 +272,30 @@ int StreamSocket::send_ctrl(wire::Ctrl ctrl) {
   return post_message(wire::imm(wire::Op::ctrl, static_cast<uint32_t>(ctrl)));
 }
 
+void StreamSocket::await_peer_close(int ms) {
+  uint64_t deadline = now_us() + static_cast<uint64_t>(ms) * 1000;
+  while (state_ & kConnected) {
+    process_cq(true, &StreamSocket::any);
+    if (!(state_ & kConnected)) return;
+    uint64_t now = now_us();
+    if (now >= deadline) return;
+    {
+      std::lock_guard lock(cq_mutex_);
+      if (!cq_armed_) {
+        ibv_req_notify_cq(id_->recv_cq, 0);
+        cq_armed_ = true;
+        continue;  // look once more: a completion may have come before the arming
+      }
+    }
+    pollfd p{id_->recv_cq_channel->fd, POLLIN, 0};
+    int left_ms = static_cast<int>((deadline - now) / 1000) + 1;
+    if (::poll(&p, 1, std::min(left_ms, 100)) > 0) {
+      std::lock_guard wait(cq_wait_mutex_);
+      wait_cq_event();
+    }
+  }
+}
+
 // Data still queued after the peer disconnected is handed out.
 ssize_t StreamSocket::recv(void* buf, size_t len, int flags) {
   if (!buf && len) return -EFAULT;
@@ -389,7 +413,14 @@ short StreamSocket::poll_state(short events) {
       std::lock_guard lock(cq_mutex_);
       if ((events & POLLIN) && conn_have_data()) revents |= POLLIN;
       if ((events & POLLOUT) && can_send()) revents |= POLLOUT;
-      if (!(state_ & kConnected)) revents |= state_ == kDisconnected ? POLLHUP : POLLERR;
+      // Hung up only once everything the peer sent has been read (rdma-core
+      // reports POLLHUP with data still queued, and rstream -T a fails).
+      if (!(state_ & kConnected)) {
+        if (state_ != kDisconnected)
+          revents |= POLLERR;
+        else if (!have_data())
+          revents |= POLLHUP;
+      }
     }
     return revents;
   }

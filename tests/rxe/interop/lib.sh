@@ -115,8 +115,9 @@ check_binding() {
 	fi
 	# Lines look like "  179: binding file rping [0] to /x/librdmacm.so.1 [0]: normal symbol `rdma_connect' [RDMACM_1.0]".
 	# Only the program's (and other libraries') imports count, not librdmacm's internal ones.
-	out=$(awk -v sym="$sym" '
-		/normal symbol `rdma_/ && !/binding file [^ ]*librdmacm[^ ]* / {
+	# The library's symbols: rdma_* and the rsocket family.
+	out=$(awk -v sym="$sym" -v pat="normal symbol .(rdma_[a-z_]+|r(socket|bind|listen|accept|connect|shutdown|close|recv|recvfrom|recvmsg|send|sendto|sendmsg|read|readv|write|writev|poll|select|getpeername|getsockname|setsockopt|getsockopt|fcntl|iomap|iounmap|iowrite)).( |$)" '
+		$0 ~ pat && !/binding file [^ ]*librdmacm[^ ]* / {
 			t = $0; sub(/.* to /, "", t); sub(/ \[[0-9]+\]: normal symbol.*/, "", t)
 			seen[t] = 1; n++
 			if (index($0, "symbol `" sym "\047")) hit = t
@@ -141,6 +142,9 @@ check_binding() {
 	fi
 	echo "$role $sym -> $hit (${want##*/})"
 }
+
+# Packets rxe0 has sent so far (its hardware counter).
+sent_pkts() { cat "/sys/class/infiniband/${RXE_DEV:-rxe0}/ports/1/hw_counters/sent_pkts" 2>/dev/null || echo 0; }
 
 # --- readiness -------------------------------------------------------------------
 

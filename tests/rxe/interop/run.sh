@@ -17,6 +17,7 @@
 #                    mixed-srv-ours  server LD_PRELOAD=<ours>, client on the system library
 #                    mixed-cli-ours  server on the system library, client LD_PRELOAD=<ours>
 #   --only REGEX   run the cases whose "tool args" matches REGEX (grep -E)
+#   --except REGEX skip the cases whose "tool args" matches REGEX
 #   --strace       run our side under strace -f (openat, write, ioctl, poll...);
 #                  failing cases print the strace tail (ucma commands are write()s)
 #   --keep         keep the log directory (default: removed when all pass)
@@ -56,7 +57,7 @@ REPO=$(cd "$HERE/../../.." && pwd)
 OURS=$REPO/build/src/librdmacm.so.1
 SYSLIB=${RDMACM_SYSTEM_LIB:-/usr/lib/x86_64-linux-gnu/librdmacm.so.1}
 MODES=preload,libpath,mixed-srv-ours,mixed-cli-ours
-ONLY='' STRACE=0 KEEP=0 LOGROOT='' SCALE=100 VERBOSE=0 LIST=0 REFERENCE=0 DEADLINE=0 SAVE='' FIRST=''
+ONLY='' EXCEPT='' STRACE=0 KEEP=0 LOGROOT='' SCALE=100 VERBOSE=0 LIST=0 REFERENCE=0 DEADLINE=0 SAVE='' FIRST=''
 
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -65,6 +66,7 @@ while [ $# -gt 0 ]; do
 	--reference) REFERENCE=1 ;;
 	--modes) MODES=$2; shift ;;
 	--only) ONLY=$2; shift ;;
+	--except) EXCEPT=$2; shift ;;
 	--strace) STRACE=1 ;;
 	--keep) KEEP=1 ;;
 	--logdir) LOGROOT=$2; shift ;;
@@ -105,6 +107,20 @@ CASES=(
 	# One test per qperf client: see README.md (qperf's own race on a second test).
 	"qperf|-cm1 -t 2 rc_lat"
 	"qperf|-cm1 -t 2 rc_bw"
+	# rsockets (rxe.rsocket runs these, rxe.interop the others): rstream's
+	# bandwidth/latency run (-S all: sizes from 64 B up), blocking, non-blocking,
+	# poll-driven (async), data verified, small buffers, keepalive set,
+	# addresses resolved through rdma_getaddrinfo; rcopy a 4 MiB file.
+	"rstream|-C 100 -S 4096"
+	"rstream|-S all -I 20"
+	"rstream|-T b -C 200 -S 1024"
+	"rstream|-T n -C 200 -S 16384"
+	"rstream|-T a -C 200 -S 8192"
+	"rstream|-T v -C 50 -S 65536"
+	"rstream|-B 4096 -C 100 -S 10000"
+	"rstream|-k 5 -C 50 -S 1024"
+	"rstream|-T r -C 50 -S 4096"
+	"rcopy|4M"
 )
 
 # define_case TOOL "ARGS" PORT: sets SRV and CLI (argument vectors), READY (cm,
@@ -119,7 +135,7 @@ define_case() {
 	local -a a r=() o=()
 	read -r -a a <<< "$2"
 	PERSIST=0 DEFER=0 READY=cm WAIT_FOR=$port CT=45 CHECK=check_none
-	SRV_SYM=rdma_listen CLI_SYM=rdma_connect
+	SRV_SYM=rdma_listen CLI_SYM=rdma_connect MIN_PKTS=0
 	case $tool in
 	rping)
 		SRV=(rping -s -a "$RXE_IP" -p "$port" "${a[@]}")
@@ -185,6 +201,21 @@ define_case() {
 		SRV=(qperf -lp "$port")
 		CLI=(qperf "$RXE_IP" -lp "$port" "${a[@]}")
 		READY=tcp PERSIST=1 CT=60 CHECK=check_qperf ;;
+	rstream)
+		# One connection, then both sides exit. Each transfer is at least one
+		# RDMA write on rxe0: fewer packets than transfers means the bytes went
+		# some other way.
+		SRV=(rstream -b "$RXE_IP" -p "$port" "${a[@]}")
+		CLI=(rstream -s "$RXE_IP" -p "$port" "${a[@]}")
+		CHECK=check_rstream SRV_SYM=rlisten CLI_SYM=rconnect
+		MIN_PKTS=$(arg_after -C "${a[@]}")
+		MIN_PKTS=${MIN_PKTS:-100} ;;
+	rcopy)
+		# The server serves until stopped; the client copies a file of the
+		# given size, compared with cmp afterwards (4 MiB: over 1,000 packets).
+		SRV=(rcopy -p "$port")
+		CLI=(rcopy "$DIR/source" "$RXE_IP:$DIR/copy" -p "$port")
+		PERSIST=1 CHECK=check_rcopy SRV_SYM=raccept CLI_SYM=rconnect MIN_PKTS=1000 ;;
 	*) echo "unknown tool $tool" >&2; return 1 ;;
 	esac
 }
@@ -254,6 +285,16 @@ check_cmtime() {
 		grep -Eq "^$step *: +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+\$" "$DIR/client.out" ||
 			{ echo "timing table has no '$step' row"; return 1; }
 	done
+}
+check_rstream() {
+	# The results table: "name bytes xfers iters total time Gb/sec usec/xfer".
+	local re='^[a-z0-9_]+ +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9]+ +[0-9.]+[kmg]? +[0-9.]+s +[0-9.]+ +[0-9.]+$'
+	grep -Eq "$re" "$DIR/client.out" || { echo "client printed no result line"; return 1; }
+	grep -Eq "$re" "$DIR/server.out" || { echo "server printed no result line"; return 1; }
+	no_line client 'fail|error|mismatch' && no_line server 'fail|error|mismatch'
+}
+check_rcopy() {
+	cmp -s "$DIR/source" "$DIR/copy" || { echo "the copy differs from the source (or is missing)"; return 1; }
 }
 check_perftest() {
 	local n re
@@ -341,6 +382,8 @@ run_case() {
 	case_setup "$1" "$2" "$3" $((RUN + 1)) "$(now_us)" "$(dmesg 2>/dev/null | wc -l)"
 	WHY='' PH='' SPID=''
 	mkdir -p "$DIR"
+	[ "$TOOL" != rcopy ] || head -c $((4 << 20)) /dev/urandom > "$DIR/source"
+	P0=$(sent_pkts)
 	echo "${SRV[*]}" > "$DIR/server.cmd"
 	echo "${CLI[*]}" > "$DIR/client.cmd"
 	if ! command -v "${SRV[0]}" >/dev/null || ! command -v "${CLI[0]}" >/dev/null; then
@@ -419,6 +462,11 @@ finish_case() {
 	local -a ta
 	[ -z "$SPID" ] || stop_proc "$SPID"
 	if [ -e "$DIR/server.out" ]; then
+		if [ -z "$WHY" ] && [ "${MIN_PKTS:-0}" -gt 0 ]; then
+			local sent=$(($(sent_pkts) - P0))
+			[ "$sent" -ge "$MIN_PKTS" ] || WHY="only $sent packets left $RXE_DEV (at least $MIN_PKTS expected): the bytes did not cross the RDMA device"
+			PH+=", $sent packets sent"
+		fi
 		if [ -z "$WHY" ]; then
 			read -r -a ta <<< "$ARGS"
 			WHY=$("$CHECK" "${ta[@]}") || { [ -n "$WHY" ] || WHY="check $CHECK failed"; }
@@ -469,6 +517,7 @@ finish_case() {
 IFS=, read -r -a mode_list <<< "$MODES"
 selected=()
 for c in "${CASES[@]}"; do
+	if [ -n "$EXCEPT" ] && grep -Eq -- "$EXCEPT" <<< "${c%%|*} ${c#*|}"; then continue; fi
 	if [ -z "$ONLY" ] || grep -Eq -- "$ONLY" <<< "${c%%|*} ${c#*|}"; then selected+=("$c"); fi
 done
 if [ "$LIST" = 1 ]; then
