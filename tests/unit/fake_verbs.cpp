@@ -65,11 +65,11 @@ void answer_at_once(FakeTransport& fake) {
   fake.addr.node_guid = kFakeDeviceGuid;
   fake.resolve_reports = true;
   fake.migrate_moves_events = true;
-  fake.reply("resolve_route", RDMA_CM_EVENT_ROUTE_RESOLVED);
-  fake.reply("connect", RDMA_CM_EVENT_CONNECT_RESPONSE);
-  fake.reply("accept", RDMA_CM_EVENT_ESTABLISHED);
-  fake.reply("disconnect", RDMA_CM_EVENT_DISCONNECTED);
-  fake.reply("join_mcast", RDMA_CM_EVENT_MULTICAST_JOIN);
+  fake.reply(Cmd::resolve_route, RDMA_CM_EVENT_ROUTE_RESOLVED);
+  fake.reply(Cmd::connect, RDMA_CM_EVENT_CONNECT_RESPONSE);
+  fake.reply(Cmd::accept, RDMA_CM_EVENT_ESTABLISHED);
+  fake.reply(Cmd::disconnect, RDMA_CM_EVENT_DISCONNECTED);
+  fake.reply(Cmd::join_mcast, RDMA_CM_EVENT_MULTICAST_JOIN);
 }
 
 }  // namespace rdmacm::testing

@@ -22,7 +22,7 @@ TEST_F(CmTest, FailedJoinLeavesNoGroupBehind) {
   rdma_cm_id* id = nullptr;
   ASSERT_EQ(rdma_create_id(channel, &id, nullptr, RDMA_PS_UDP), 0);
   sockaddr_in g = group("239.0.0.9");
-  fake.fail_next("join_mcast", ENOMEM);
+  fake.fail_next(Cmd::join_mcast, ENOMEM);
   EXPECT_FAILS_WITH(rdma_join_multicast(id, reinterpret_cast<sockaddr*>(&g), nullptr), ENOMEM);
   EXPECT_FAILS_WITH(rdma_leave_multicast(id, reinterpret_cast<sockaddr*>(&g)), EADDRNOTAVAIL);
   ASSERT_EQ(rdma_join_multicast(id, reinterpret_cast<sockaddr*>(&g), nullptr), 0);
@@ -134,12 +134,12 @@ TEST_F(CmTest, ConnectionCallsNeedAnIdOnADevice) {
 TEST_F(CmTest, KernelErrorsPassThroughWithTheirErrno) {
   rdma_cm_id* id = nullptr;
   ASSERT_EQ(rdma_create_id(channel, &id, nullptr, RDMA_PS_TCP), 0);
-  fake.fail_next("listen", EADDRINUSE);
+  fake.fail_next(Cmd::listen, EADDRINUSE);
   EXPECT_FAILS_WITH(rdma_listen(id, 4), EADDRINUSE);
   int on = 1;
-  fake.fail_next("set_option", ENOSYS);
+  fake.fail_next(Cmd::set_option, ENOSYS);
   EXPECT_FAILS_WITH(rdma_set_option(id, RDMA_OPTION_ID, 77, &on, sizeof(on)), ENOSYS);
-  fake.fail_next("destroy_id", EIO);
+  fake.fail_next(Cmd::destroy_id, EIO);
   EXPECT_FAILS_WITH(rdma_destroy_id(id), EIO);
   EXPECT_EQ(rdma_destroy_id(id), 0) << "a failed destroy leaves the id usable";
   EXPECT_EQ(fake.live_ids(), 0u);
