@@ -15,7 +15,7 @@ namespace rdmacm::testing {
 namespace {
 
 TEST_F(CmTest, ChannelFailureReportsKernelErrno) {
-  fake.fail_next("open_channel", ENODEV);
+  fake.fail_next(Cmd::open_channel, ENODEV);
   errno = 0;
   EXPECT_EQ(rdma_create_event_channel(), nullptr);
   EXPECT_EQ(errno, ENODEV);

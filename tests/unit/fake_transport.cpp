@@ -11,7 +11,34 @@
 
 namespace rdmacm::testing {
 
-int FakeTransport::injected(const std::string& command) {
+const char* name(Cmd command) {
+  switch (command) {  // no default: -Wswitch names a command left out
+    case Cmd::open_channel: return "open_channel";
+    case Cmd::create_id: return "create_id";
+    case Cmd::destroy_id: return "destroy_id";
+    case Cmd::bind: return "bind";
+    case Cmd::resolve_addr: return "resolve_addr";
+    case Cmd::query_addr: return "query_addr";
+    case Cmd::query_gid: return "query_gid";
+    case Cmd::get_event: return "get_event";
+    case Cmd::resolve_route: return "resolve_route";
+    case Cmd::query_path: return "query_path";
+    case Cmd::connect: return "connect";
+    case Cmd::listen: return "listen";
+    case Cmd::accept: return "accept";
+    case Cmd::reject: return "reject";
+    case Cmd::disconnect: return "disconnect";
+    case Cmd::init_qp_attr: return "init_qp_attr";
+    case Cmd::notify: return "notify";
+    case Cmd::set_option: return "set_option";
+    case Cmd::migrate_id: return "migrate_id";
+    case Cmd::join_mcast: return "join_mcast";
+    case Cmd::leave_mcast: return "leave_mcast";
+  }
+  return "(not a command)";
+}
+
+int FakeTransport::injected(Cmd command) {
   log_.push_back(command);
   if (log_.size() == fail_at_) {
     fail_at_ = 0;
@@ -24,7 +51,7 @@ int FakeTransport::injected(const std::string& command) {
   return -err;
 }
 
-void FakeTransport::fail_next(const std::string& command, int err) {
+void FakeTransport::fail_next(Cmd command, int err) {
   std::lock_guard lock(mutex_);
   failures_[command] = err;
 }
@@ -35,17 +62,17 @@ void FakeTransport::fail_nth(size_t n, int err) {
   fail_err_ = err;
 }
 
-std::vector<std::string> FakeTransport::commands() const {
+std::vector<Cmd> FakeTransport::commands() const {
   std::lock_guard lock(mutex_);
   return log_;
 }
 
-void FakeTransport::reply(const std::string& command, uint32_t event) {
+void FakeTransport::reply(Cmd command, uint32_t event) {
   std::lock_guard lock(mutex_);
   replies_[command] = event;
 }
 
-int FakeTransport::replied(const char* command, int fd, uint32_t id, uint64_t uid, int err) {
+int FakeTransport::replied(Cmd command, int fd, uint32_t id, uint64_t uid, int err) {
   std::lock_guard lock(mutex_);
   auto it = replies_.find(command);
   if (err || it == replies_.end()) return err;
@@ -118,7 +145,7 @@ size_t FakeTransport::live_ids() const {
 
 int FakeTransport::open_channel() {
   std::lock_guard lock(mutex_);
-  if (int err = injected("open_channel")) return err;
+  if (int err = injected(Cmd::open_channel)) return err;
   int fd = ::eventfd(0, EFD_CLOEXEC);
   if (fd < 0) return -errno;
   queues_.erase(fd);  // a new channel starts empty, whatever an old fd left
@@ -128,7 +155,7 @@ int FakeTransport::open_channel() {
 int FakeTransport::create_id(int, uint64_t uid, uint16_t, uint8_t, uint32_t* id) {
   run_once(on_create);
   std::lock_guard lock(mutex_);
-  if (int err = injected("create_id")) return err;
+  if (int err = injected(Cmd::create_id)) return err;
   *id = next_id_++;
   ids_[*id] = uid;
   return 0;
@@ -146,7 +173,7 @@ void FakeTransport::run_once(std::function<void()>& hook) {
 int FakeTransport::destroy_id(int fd, uint32_t id, uint32_t* events_reported) {
   run_once(on_destroy);
   std::lock_guard lock(mutex_);
-  if (int err = injected("destroy_id")) return err;
+  if (int err = injected(Cmd::destroy_id)) return err;
   auto it = ids_.find(id);
   if (it == ids_.end()) return -EINVAL;
   *events_reported = delivered_[counted(it->second, id)];
@@ -182,7 +209,7 @@ void FakeTransport::purge(int fd, uint32_t id) {
 
 int FakeTransport::bind(int, uint32_t id, const sockaddr* addr, socklen_t len) {
   std::lock_guard lock(mutex_);
-  if (int err = injected("bind")) return err;
+  if (int err = injected(Cmd::bind)) return err;
   if (!ids_.count(id)) return -EINVAL;
   std::memcpy(&addr_.src_addr, addr, len);
   return 0;
@@ -191,7 +218,7 @@ int FakeTransport::bind(int, uint32_t id, const sockaddr* addr, socklen_t len) {
 int FakeTransport::resolve_addr(int fd, uint32_t id, const sockaddr*, socklen_t,
                                 const sockaddr* dst, socklen_t dst_len, uint32_t) {
   std::lock_guard lock(mutex_);
-  if (int err = injected("resolve_addr")) return err;
+  if (int err = injected(Cmd::resolve_addr)) return err;
   if (!ids_.count(id)) return -EINVAL;
   std::memcpy(&addr_.dst_addr, dst, dst_len);
   if (!resolve_reports) return 0;
@@ -205,7 +232,7 @@ int FakeTransport::resolve_addr(int fd, uint32_t id, const sockaddr*, socklen_t,
 
 int FakeTransport::query_addr(int, uint32_t id, ucma_abi_query_addr_resp* out) {
   std::lock_guard lock(mutex_);
-  if (int err = injected("query_addr")) return err;
+  if (int err = injected(Cmd::query_addr)) return err;
   if (!ids_.count(id)) return -EINVAL;
   *out = addr;
   out->src_addr = addr_.src_addr;
@@ -216,12 +243,12 @@ int FakeTransport::query_addr(int, uint32_t id, ucma_abi_query_addr_resp* out) {
 int FakeTransport::query_gid(int, uint32_t id, uint8_t sgid[16], uint8_t dgid[16]) {
   std::memset(sgid, 0, 16);
   std::memset(dgid, 0, 16);
-  return simple("query_gid", id);
+  return simple(Cmd::query_gid, id);
 }
 
 int FakeTransport::get_event(int fd, ucma_abi_event_resp* out) {
   std::unique_lock lock(mutex_);
-  if (int err = injected("get_event")) return err;
+  if (int err = injected(Cmd::get_event)) return err;
   auto& q = queues_[fd];
   if (q.empty()) {
     if (::fcntl(fd, F_GETFL) & O_NONBLOCK) return -EAGAIN;
@@ -242,19 +269,19 @@ int FakeTransport::get_event(int fd, ucma_abi_event_resp* out) {
   return 0;
 }
 
-int FakeTransport::simple(const char* command, uint32_t id) {
+int FakeTransport::simple(Cmd command, uint32_t id) {
   std::lock_guard lock(mutex_);
   if (int err = injected(command)) return err;
   return ids_.count(id) ? 0 : -EINVAL;
 }
 
 int FakeTransport::resolve_route(int fd, uint32_t id, uint32_t) {
-  return replied("resolve_route", fd, id, 0, simple("resolve_route", id));
+  return replied(Cmd::resolve_route, fd, id, 0, simple(Cmd::resolve_route, id));
 }
 
 int FakeTransport::query_path(int, uint32_t id, std::vector<ibv_path_data>* out) {
   out->clear();
-  return simple("query_path", id);
+  return simple(Cmd::query_path, id);
 }
 
 int FakeTransport::connect(int fd, uint32_t id, const ucma_abi_conn_param& param, const ucma_abi_ece&) {
@@ -262,10 +289,10 @@ int FakeTransport::connect(int fd, uint32_t id, const ucma_abi_conn_param& param
     std::lock_guard lock(mutex_);
     last_conn = param;
   }
-  return replied("connect", fd, id, 0, simple("connect", id));
+  return replied(Cmd::connect, fd, id, 0, simple(Cmd::connect, id));
 }
 
-int FakeTransport::listen(int, uint32_t id, int) { return simple("listen", id); }
+int FakeTransport::listen(int, uint32_t id, int) { return simple(Cmd::listen, id); }
 
 int FakeTransport::accept(int fd, uint32_t id, uint64_t uid, const ucma_abi_conn_param& param,
                           const ucma_abi_ece&) {
@@ -273,7 +300,7 @@ int FakeTransport::accept(int fd, uint32_t id, uint64_t uid, const ucma_abi_conn
     std::lock_guard lock(mutex_);
     last_conn = param;
   }
-  int err = simple("accept", id);
+  int err = simple(Cmd::accept, id);
   if (!err && uid) {
     // The kernel gives a request's id the application's uid here; what it
     // reported so far stays counted for the id.
@@ -287,15 +314,15 @@ int FakeTransport::accept(int fd, uint32_t id, uint64_t uid, const ucma_abi_conn
   }
   // Only the passive side's accept has an answer (ESTABLISHED); the active
   // side's (uid 0) completes a connection the library reports itself.
-  return uid ? replied("accept", fd, id, 0, err) : err;
+  return uid ? replied(Cmd::accept, fd, id, 0, err) : err;
 }
 
 int FakeTransport::reject(int, uint32_t id, const void*, uint8_t, uint8_t) {
-  return simple("reject", id);
+  return simple(Cmd::reject, id);
 }
 
 int FakeTransport::disconnect(int fd, uint32_t id) {
-  return replied("disconnect", fd, id, 0, simple("disconnect", id));
+  return replied(Cmd::disconnect, fd, id, 0, simple(Cmd::disconnect, id));
 }
 
 int FakeTransport::init_qp_attr(int, uint32_t id, ibv_qp_state state, ibv_qp_attr* attr,
@@ -303,18 +330,18 @@ int FakeTransport::init_qp_attr(int, uint32_t id, ibv_qp_state state, ibv_qp_att
   *attr = {};
   attr->qp_state = state;
   *mask = IBV_QP_STATE;
-  return simple("init_qp_attr", id);
+  return simple(Cmd::init_qp_attr, id);
 }
 
-int FakeTransport::notify(int, uint32_t id, uint32_t) { return simple("notify", id); }
+int FakeTransport::notify(int, uint32_t id, uint32_t) { return simple(Cmd::notify, id); }
 
 int FakeTransport::set_option(int, uint32_t id, int, int, const void*, size_t) {
-  return simple("set_option", id);
+  return simple(Cmd::set_option, id);
 }
 
 int FakeTransport::migrate_id(int new_fd, uint32_t id, int old_fd, uint32_t* events_reported) {
   *events_reported = reported(id);
-  if (int err = simple("migrate_id", id)) return err;
+  if (int err = simple(Cmd::migrate_id, id)) return err;
   // The kernel moves the id's queued events with it: its own, its requests'
   // and its groups'.
   std::lock_guard lock(mutex_);
@@ -339,17 +366,17 @@ int FakeTransport::join_mcast(int fd, uint32_t id, uint64_t uid, const sockaddr*
     std::lock_guard lock(mutex_);
     last_join_uid = uid;
   }
-  if (int err = simple("join_mcast", id)) return err;
+  if (int err = simple(Cmd::join_mcast, id)) return err;
   {
     std::lock_guard lock(mutex_);
     groups_[*mc_handle] = uid;
   }
-  return replied("join_mcast", fd, id, uid, 0);
+  return replied(Cmd::join_mcast, fd, id, uid, 0);
 }
 
 int FakeTransport::leave_mcast(int, uint32_t mc_handle, uint32_t* events_reported) {
   std::lock_guard lock(mutex_);
-  if (int err = injected("leave_mcast")) return err;
+  if (int err = injected(Cmd::leave_mcast)) return err;
   auto it = groups_.find(mc_handle);
   if (it == groups_.end()) return -ENOENT;
   *events_reported = delivered_[it->second];

@@ -8,7 +8,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <string>
+#include <ostream>
 #include <vector>
 
 #include "core/transport.h"
@@ -17,13 +17,56 @@ namespace rdmacm::testing {
 
 using namespace rdmacm::core;
 
+// The fake kernel's commands: one per Transport method, by which tests
+// inject faults, script replies and read the command log. An enum, not
+// strings, so that a misspelt or renamed command fails to compile instead
+// of silently never matching.
+enum class Cmd {
+  open_channel,
+  create_id,
+  destroy_id,
+  bind,
+  resolve_addr,
+  query_addr,
+  query_gid,
+  get_event,
+  resolve_route,
+  query_path,
+  connect,
+  listen,
+  accept,
+  reject,
+  disconnect,
+  init_qp_attr,
+  notify,
+  set_option,
+  migrate_id,
+  join_mcast,
+  leave_mcast,
+};
+
+// Every command, in declaration order.
+inline constexpr Cmd kAllCmds[] = {
+    Cmd::open_channel, Cmd::create_id,    Cmd::destroy_id,  Cmd::bind,
+    Cmd::resolve_addr, Cmd::query_addr,   Cmd::query_gid,   Cmd::get_event,
+    Cmd::resolve_route, Cmd::query_path,  Cmd::connect,     Cmd::listen,
+    Cmd::accept,       Cmd::reject,       Cmd::disconnect,  Cmd::init_qp_attr,
+    Cmd::notify,       Cmd::set_option,   Cmd::migrate_id,  Cmd::join_mcast,
+    Cmd::leave_mcast,
+};
+
+// The command's name, as the Transport method is called (for messages).
+const char* name(Cmd command);
+// For GoogleTest's messages and SCOPED_TRACE.
+inline std::ostream& operator<<(std::ostream& os, Cmd command) { return os << name(command); }
+
 class FakeTransport : public Transport {
  public:
   FakeTransport() { set_transport(this); }
   ~FakeTransport() { set_transport(nullptr); }
 
-  // Makes the next call of this command ("create_id", "bind", ...) fail.
-  void fail_next(const std::string& command, int err);
+  // Makes the next call of this command (Cmd::create_id, ...) fail.
+  void fail_next(Cmd command, int err);
   // Queues an event on the channel fd for the id created with this uid.
   void queue_event(int fd, uint64_t uid, uint32_t event, int32_t status);
   // Queues a connection request on the listener's channel, as the kernel
@@ -63,12 +106,12 @@ class FakeTransport : public Transport {
   // whatever command that is: a fault at one step of an operation.
   void fail_nth(size_t n, int err);
   // Every command issued so far, in order, failed ones included.
-  std::vector<std::string> commands() const;
+  std::vector<Cmd> commands() const;
   // After each successful call of this command, queues this event (status 0)
   // for its id on the channel the command came through, as the kernel
   // reports the outcome of resolve_route, connect, accept, disconnect or a
   // join (whose event is the group's).
-  void reply(const std::string& command, uint32_t event);
+  void reply(Cmd command, uint32_t event);
 
   int open_channel() override;
   int create_id(int fd, uint64_t uid, uint16_t ps, uint8_t qp_type,
@@ -109,11 +152,11 @@ class FakeTransport : public Transport {
   uint64_t last_join_uid = 0;
 
  private:
-  int injected(const std::string& command);
+  int injected(Cmd command);
   // Takes the hook (under mutex_) and runs it (without).
   void run_once(std::function<void()>& hook);
   // Common body of the commands that only act on a live id.
-  int simple(const char* command, uint32_t id);
+  int simple(Cmd command, uint32_t id);
   // Appends to the channel's queue and wakes it (mutex_ held).
   void push(int fd, const ucma_abi_event_resp& w);
   // The kernel counts delivered events per id: by uid, or by handle for an
@@ -126,21 +169,21 @@ class FakeTransport : public Transport {
   void purge(int fd, uint32_t id);
   // Queues the reply set for command, if any, once it succeeded (err 0);
   // uid 0: the id's own.
-  int replied(const char* command, int fd, uint32_t id, uint64_t uid, int err);
+  int replied(Cmd command, int fd, uint32_t id, uint64_t uid, int err);
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  std::map<std::string, int> failures_;
+  std::map<Cmd, int> failures_;
   std::map<int, std::deque<ucma_abi_event_resp>> queues_;  // by channel fd
   std::map<uint32_t, uint64_t> ids_;             // kernel id -> uid
   std::map<uint64_t, uint32_t> delivered_;       // counted() -> events delivered
   std::map<uint32_t, uint64_t> groups_;          // joined: mc handle -> uid
   uint32_t next_id_ = 1;
   ucma_abi_query_addr_resp addr_;  // what bind/resolve recorded
-  std::vector<std::string> log_;  // every command issued
+  std::vector<Cmd> log_;          // every command issued
   size_t fail_at_ = 0;            // the log_ size at which to fail
   int fail_err_ = 0;
-  std::map<std::string, uint32_t> replies_;  // command -> event it queues
+  std::map<Cmd, uint32_t> replies_;  // command -> event it queues
 };
 
 }  // namespace rdmacm::testing

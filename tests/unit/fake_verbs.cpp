@@ -11,12 +11,18 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 namespace rdmacm::testing {
 namespace {
 
 std::atomic<size_t> objects{0};
 std::atomic<uint32_t> next_qp_num{1};
+// Every live QP's transitions (QPs are modified from many threads at once
+// in the concurrency tests).
+std::mutex history_mutex;
+std::map<const ibv_qp*, std::vector<ibv_qp_state>> history;
 
 ibv_device device = [] {
   ibv_device d{};
@@ -53,6 +59,12 @@ int release(T* object) {
 
 size_t fake_verbs_objects() { return objects; }
 
+std::vector<ibv_qp_state> qp_states(const ibv_qp* qp) {
+  std::lock_guard lock(history_mutex);
+  auto it = history.find(qp);
+  return it == history.end() ? std::vector<ibv_qp_state>{} : it->second;
+}
+
 int add_qp(rdma_cm_id* id, ibv_qp_type type) {
   ibv_qp_init_attr attr{};
   attr.qp_type = type;
@@ -65,11 +77,11 @@ void answer_at_once(FakeTransport& fake) {
   fake.addr.node_guid = kFakeDeviceGuid;
   fake.resolve_reports = true;
   fake.migrate_moves_events = true;
-  fake.reply("resolve_route", RDMA_CM_EVENT_ROUTE_RESOLVED);
-  fake.reply("connect", RDMA_CM_EVENT_CONNECT_RESPONSE);
-  fake.reply("accept", RDMA_CM_EVENT_ESTABLISHED);
-  fake.reply("disconnect", RDMA_CM_EVENT_DISCONNECTED);
-  fake.reply("join_mcast", RDMA_CM_EVENT_MULTICAST_JOIN);
+  fake.reply(Cmd::resolve_route, RDMA_CM_EVENT_ROUTE_RESOLVED);
+  fake.reply(Cmd::connect, RDMA_CM_EVENT_CONNECT_RESPONSE);
+  fake.reply(Cmd::accept, RDMA_CM_EVENT_ESTABLISHED);
+  fake.reply(Cmd::disconnect, RDMA_CM_EVENT_DISCONNECTED);
+  fake.reply(Cmd::join_mcast, RDMA_CM_EVENT_MULTICAST_JOIN);
 }
 
 }  // namespace rdmacm::testing
@@ -151,11 +163,21 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
 }
 
 int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
-  if (mask & IBV_QP_STATE) qp->state = attr->qp_state;
+  if (mask & IBV_QP_STATE) {
+    qp->state = attr->qp_state;
+    std::lock_guard lock(history_mutex);
+    history[qp].push_back(attr->qp_state);
+  }
   return 0;
 }
 
-int ibv_destroy_qp(ibv_qp* qp) { return release(qp); }
+int ibv_destroy_qp(ibv_qp* qp) {
+  {
+    std::lock_guard lock(history_mutex);
+    history.erase(qp);
+  }
+  return release(qp);
+}
 
 int ibv_query_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
 

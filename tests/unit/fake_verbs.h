@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include <rdma/rdma_cma.h>
 
@@ -28,5 +29,9 @@ int add_qp(rdma_cm_id* id, ibv_qp_type type = IBV_QPT_RC);
 
 // QPs, CQs and completion channels alive (none should outlive its id).
 size_t fake_verbs_objects();
+
+// The states a live QP was moved to by ibv_modify_qp, in order (its
+// creation in RESET not included).
+std::vector<ibv_qp_state> qp_states(const ibv_qp* qp);
 
 }  // namespace rdmacm::testing

@@ -10,34 +10,34 @@ namespace {
 // checks: a bad handle (ENOENT), another file's id or a bad length (EINVAL),
 // unreadable user memory (EFAULT). EINTR reaches the library from GET_EVENT
 // only: the provider sends any other interrupted command again.
-const std::map<std::string, std::vector<int>>& errno_table() {
-  static const std::map<std::string, std::vector<int>> table = {
+const std::map<Cmd, std::vector<int>>& errno_table() {
+  static const std::map<Cmd, std::vector<int>> table = {
       // open("/dev/infiniband/rdma_cm"); a device cgroup answers EPERM.
-      {"open_channel", {ENOENT, ENODEV, EACCES, EPERM, EMFILE, ENFILE, ENOMEM}},
-      {"create_id", {EINVAL, EACCES, EFAULT, ENOMEM}},
-      {"destroy_id", {EINVAL, ENOENT, EFAULT}},
-      {"bind", {EINVAL, ENOENT, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, EACCES, ENODEV, ENOMEM}},
-      {"resolve_addr",
+      {Cmd::open_channel, {ENOENT, ENODEV, EACCES, EPERM, EMFILE, ENFILE, ENOMEM}},
+      {Cmd::create_id, {EINVAL, EACCES, EFAULT, ENOMEM}},
+      {Cmd::destroy_id, {EINVAL, ENOENT, EFAULT}},
+      {Cmd::bind, {EINVAL, ENOENT, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, EACCES, ENODEV, ENOMEM}},
+      {Cmd::resolve_addr,
        {EINVAL, ENOENT, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, ENETUNREACH, EHOSTUNREACH,
         ENODEV, ENOMEM}},
-      {"query_addr", {EINVAL, ENOENT, EFAULT, ENOSPC}},
-      {"query_gid", {EINVAL, ENOENT, EFAULT, ENOSPC, ENOSYS}},
-      {"query_path", {EINVAL, ENOENT, EFAULT, ENOSPC, ENOMEM}},
-      {"get_event", {EINTR, EAGAIN, EINVAL, EFAULT, ENOSPC, ENOMEM}},
-      {"resolve_route", {EINVAL, ENOENT, ENODEV, ENETUNREACH, ENOMEM, ENOSYS, ETIMEDOUT}},
-      {"connect",
+      {Cmd::query_addr, {EINVAL, ENOENT, EFAULT, ENOSPC}},
+      {Cmd::query_gid, {EINVAL, ENOENT, EFAULT, ENOSPC, ENOSYS}},
+      {Cmd::query_path, {EINVAL, ENOENT, EFAULT, ENOSPC, ENOMEM}},
+      {Cmd::get_event, {EINTR, EAGAIN, EINVAL, EFAULT, ENOSPC, ENOMEM}},
+      {Cmd::resolve_route, {EINVAL, ENOENT, ENODEV, ENETUNREACH, ENOMEM, ENOSYS, ETIMEDOUT}},
+      {Cmd::connect,
        {EINVAL, ENOENT, ENODEV, ENOMEM, ENETUNREACH, ECONNREFUSED, ETIMEDOUT, EBUSY}},
-      {"listen", {EINVAL, ENOENT, EADDRINUSE, EADDRNOTAVAIL, ENODEV, ENOMEM}},
-      {"accept", {EINVAL, ENOENT, ENODEV, ENOMEM, ECONNRESET, ETIMEDOUT}},
-      {"reject", {EINVAL, ENOENT, ENODEV, ENOMEM}},
-      {"disconnect", {EINVAL, ENOENT, ENODEV, ENOMEM, ENOTCONN}},
-      {"init_qp_attr", {EINVAL, ENOENT, ENODEV, EFAULT, ENOSYS}},
-      {"notify", {EINVAL, ENOENT, ENODEV, ENOSYS}},
-      {"set_option", {EINVAL, ENOENT, EFAULT, ENOMEM, ENOSYS, ENOPROTOOPT}},
-      {"migrate_id", {EINVAL, ENOENT, EBADF, EFAULT, ENOMEM}},
-      {"join_mcast",
+      {Cmd::listen, {EINVAL, ENOENT, EADDRINUSE, EADDRNOTAVAIL, ENODEV, ENOMEM}},
+      {Cmd::accept, {EINVAL, ENOENT, ENODEV, ENOMEM, ECONNRESET, ETIMEDOUT}},
+      {Cmd::reject, {EINVAL, ENOENT, ENODEV, ENOMEM}},
+      {Cmd::disconnect, {EINVAL, ENOENT, ENODEV, ENOMEM, ENOTCONN}},
+      {Cmd::init_qp_attr, {EINVAL, ENOENT, ENODEV, EFAULT, ENOSYS}},
+      {Cmd::notify, {EINVAL, ENOENT, ENODEV, ENOSYS}},
+      {Cmd::set_option, {EINVAL, ENOENT, EFAULT, ENOMEM, ENOSYS, ENOPROTOOPT}},
+      {Cmd::migrate_id, {EINVAL, ENOENT, EBADF, EFAULT, ENOMEM}},
+      {Cmd::join_mcast,
        {EINVAL, ENOENT, EADDRINUSE, EADDRNOTAVAIL, ENETUNREACH, ENODEV, ENOMEM, ENOSYS}},
-      {"leave_mcast", {EINVAL, ENOENT, ENXIO, EFAULT}},
+      {Cmd::leave_mcast, {EINVAL, ENOENT, ENXIO, EFAULT}},
   };
   return table;
 }
@@ -73,7 +73,7 @@ int destroyed(Bed& b) {
 }  // namespace
 
 const std::vector<Row>& fault_rows() {
-  using S = std::vector<const char*>;
+  using S = std::vector<Cmd>;
   auto none = [](Bed&) {};
   static const std::vector<Row> table = {
       // Channels and ids.
@@ -84,16 +84,16 @@ const std::vector<Row>& fault_rows() {
          rdma_destroy_event_channel(ch);
          return 0;
        },
-       S{"open_channel"}},
-      {"CreateId", none, [](Bed& b) { return created(b, b.channel); }, S{"create_id"}},
+       S{Cmd::open_channel}},
+      {"CreateId", none, [](Bed& b) { return created(b, b.channel); }, S{Cmd::create_id}},
       {"CreateSyncId", none, [](Bed& b) { return created(b, nullptr); },
-       S{"open_channel", "create_id"}},
-      {"DestroyId", [](Bed& b) { make(b); }, destroyed, S{"destroy_id"}},
+       S{Cmd::open_channel, Cmd::create_id}},
+      {"DestroyId", [](Bed& b) { make(b); }, destroyed, S{Cmd::destroy_id}},
       {"DestroySyncIdWithStoredEvent", [](Bed& b) { resolved(b, true); }, destroyed,
-       S{"destroy_id"}},
+       S{Cmd::destroy_id}},
       {"DestroyIdWithQueuedUserEvent", queued_user_event, destroyed,
-       S{"destroy_id", "destroy_id"}, cleanup_at<2>},
-      {"DestroyIdWithGroup", [](Bed& b) { joined(b); }, destroyed, S{"destroy_id"}},
+       S{Cmd::destroy_id, Cmd::destroy_id}, cleanup_at<2>},
+      {"DestroyIdWithGroup", [](Bed& b) { joined(b); }, destroyed, S{Cmd::destroy_id}},
       {"DestroyEpWithQp", [](Bed& b) { routed_with_qp(b, true); },
        [](Bed& b) {
          errno = 0;
@@ -102,29 +102,29 @@ const std::vector<Row>& fault_rows() {
          b.forget(b.id);
          return 0;
        },
-       S{"destroy_id"}},
+       S{Cmd::destroy_id}},
       {"BindAddr", [](Bed& b) { make(b); },
        [](Bed& b) { return rdma_bind_addr(b.id, addr("10.0.0.1", 7471)); },
-       S{"bind", "query_addr", "query_gid"}},
+       S{Cmd::bind, Cmd::query_addr, Cmd::query_gid}},
       {"ResolveAddr", [](Bed& b) { make(b); },
        [](Bed& b) { return rdma_resolve_addr(b.id, nullptr, addr("10.0.0.2"), 100); },
-       S{"resolve_addr"}},
+       S{Cmd::resolve_addr}},
       {"ResolveAddrSync", [](Bed& b) { make(b, true); },
        [](Bed& b) { return rdma_resolve_addr(b.id, nullptr, addr("10.0.0.2"), 100); },
-       S{"resolve_addr", "get_event", "query_addr", "query_gid"}},
+       S{Cmd::resolve_addr, Cmd::get_event, Cmd::query_addr, Cmd::query_gid}},
       {"ResolveRoute", [](Bed& b) { resolved(b); },
-       [](Bed& b) { return rdma_resolve_route(b.id, 100); }, S{"resolve_route"}},
+       [](Bed& b) { return rdma_resolve_route(b.id, 100); }, S{Cmd::resolve_route}},
       {"ResolveRouteSync", [](Bed& b) { resolved(b, true); },
        [](Bed& b) { return rdma_resolve_route(b.id, 100); },
-       S{"resolve_route", "get_event", "query_path"}},
+       S{Cmd::resolve_route, Cmd::get_event, Cmd::query_path}},
       {"SetOption", [](Bed& b) { make(b); },
        [](Bed& b) {
          uint8_t tos = 32;
          return rdma_set_option(b.id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof(tos));
        },
-       S{"set_option"}},
+       S{Cmd::set_option}},
       {"Notify", [](Bed& b) { make(b); },
-       [](Bed& b) { return rdma_notify(b.id, IBV_EVENT_COMM_EST); }, S{"notify"}},
+       [](Bed& b) { return rdma_notify(b.id, IBV_EVENT_COMM_EST); }, S{Cmd::notify}},
       {"InitQpAttr", [](Bed& b) { routed(b); },
        [](Bed& b) {
          ibv_qp_attr attr{};
@@ -132,14 +132,14 @@ const std::vector<Row>& fault_rows() {
          int mask = 0;
          return rdma_init_qp_attr(b.id, &attr, &mask);
        },
-       S{"init_qp_attr"}},
+       S{Cmd::init_qp_attr}},
       {"CreateQp", [](Bed& b) { routed(b); },
        [](Bed& b) {
          ibv_qp_init_attr attr{};
          attr.cap.max_send_wr = attr.cap.max_recv_wr = 1;
          return rdma_create_qp(b.id, nullptr, &attr);
        },
-       S{"init_qp_attr"}},
+       S{Cmd::init_qp_attr}},
       {"CreateUdQp",
        [](Bed& b) {
          make(b, false, RDMA_PS_UDP);
@@ -152,44 +152,44 @@ const std::vector<Row>& fault_rows() {
          attr.cap.max_send_wr = attr.cap.max_recv_wr = 1;
          return rdma_create_qp(b.id, nullptr, &attr);
        },
-       S{"init_qp_attr"}},
+       S{Cmd::init_qp_attr}},
 
       // Connections.
       {"Connect", [](Bed& b) { routed(b); },
-       [](Bed& b) { return rdma_connect(b.id, &kParam); }, S{"connect"}},
+       [](Bed& b) { return rdma_connect(b.id, &kParam); }, S{Cmd::connect}},
       {"ConnectSync", [](Bed& b) { routed(b, true); },
-       [](Bed& b) { return rdma_connect(b.id, &kParam); }, S{"connect", "get_event"}},
+       [](Bed& b) { return rdma_connect(b.id, &kParam); }, S{Cmd::connect, Cmd::get_event}},
       // With a QP the library answers the response: QP to RTR and RTS, then RTU.
       {"ConnectSyncWithQp", [](Bed& b) { routed_with_qp(b, true); },
        [](Bed& b) { return rdma_connect(b.id, nullptr); },
-       S{"connect", "get_event", "init_qp_attr", "init_qp_attr", "init_qp_attr", "accept"}},
+       S{Cmd::connect, Cmd::get_event, Cmd::init_qp_attr, Cmd::init_qp_attr, Cmd::init_qp_attr, Cmd::accept}},
       {"Establish", [](Bed& b) { connected(b, false); },
-       [](Bed& b) { return rdma_establish(b.id); }, S{"accept"}},
+       [](Bed& b) { return rdma_establish(b.id); }, S{Cmd::accept}},
       {"Listen",
        [](Bed& b) {
          make(b);
          ASSERT_EQ(rdma_bind_addr(b.id, addr("10.0.0.1", 7471)), 0);
        },
-       [](Bed& b) { return rdma_listen(b.id, 4); }, S{"listen", "query_addr", "query_gid"}},
-      {"Accept", requested, [](Bed& b) { return rdma_accept(b.id, &kParam); }, S{"accept"}},
+       [](Bed& b) { return rdma_listen(b.id, 4); }, S{Cmd::listen, Cmd::query_addr, Cmd::query_gid}},
+      {"Accept", requested, [](Bed& b) { return rdma_accept(b.id, &kParam); }, S{Cmd::accept}},
       {"AcceptWithQp",
        [](Bed& b) {
          requested(b);
          ASSERT_EQ(add_qp(b.id), 0);
        },
        [](Bed& b) { return rdma_accept(b.id, nullptr); },
-       S{"init_qp_attr", "init_qp_attr", "init_qp_attr", "accept"}},
+       S{Cmd::init_qp_attr, Cmd::init_qp_attr, Cmd::init_qp_attr, Cmd::accept}},
       {"AcceptSync",
        [](Bed& b) {
          sync_listener(b);
          ASSERT_EQ(get_request(b), 0);
        },
-       [](Bed& b) { return rdma_accept(b.id, &kParam); }, S{"accept", "get_event"}},
-      {"Reject", requested, [](Bed& b) { return rdma_reject(b.id, "no", 2); }, S{"reject"}},
+       [](Bed& b) { return rdma_accept(b.id, &kParam); }, S{Cmd::accept, Cmd::get_event}},
+      {"Reject", requested, [](Bed& b) { return rdma_reject(b.id, "no", 2); }, S{Cmd::reject}},
       {"Disconnect", [](Bed& b) { connected(b, false); },
-       [](Bed& b) { return rdma_disconnect(b.id); }, S{"disconnect"}},
+       [](Bed& b) { return rdma_disconnect(b.id); }, S{Cmd::disconnect}},
       {"DisconnectSync", [](Bed& b) { connected(b, true); },
-       [](Bed& b) { return rdma_disconnect(b.id); }, S{"disconnect", "get_event"}},
+       [](Bed& b) { return rdma_disconnect(b.id); }, S{Cmd::disconnect, Cmd::get_event}},
 
       // Migration. Queued user events follow the id; one that cannot move
       // (its new doorbell fails) stays where it was (core/user_events.cpp),
@@ -199,21 +199,21 @@ const std::vector<Row>& fault_rows() {
          make(b);
          second_channel(b);
        },
-       [](Bed& b) { return rdma_migrate_id(b.id, b.other); }, S{"migrate_id"}},
+       [](Bed& b) { return rdma_migrate_id(b.id, b.other); }, S{Cmd::migrate_id}},
       {"MigrateIdToSync", [](Bed& b) { make(b); },
        [](Bed& b) {
          int ret = rdma_migrate_id(b.id, nullptr);
          if (!ret) nonblocking(b.id->channel->fd);
          return ret;
        },
-       S{"open_channel", "migrate_id"}},
+       S{Cmd::open_channel, Cmd::migrate_id}},
       {"MigrateIdWithUserEvent",
        [](Bed& b) {
          queued_user_event(b);
          second_channel(b);
        },
        [](Bed& b) { return rdma_migrate_id(b.id, b.other); },
-       S{"migrate_id", "create_id", "resolve_addr", "destroy_id"},
+       S{Cmd::migrate_id, Cmd::create_id, Cmd::resolve_addr, Cmd::destroy_id},
        [](size_t step, int err) {
          return step == 1 ? Answer{err} : step == 4 ? Answer{0, 1} : Answer{0};
        },
@@ -221,16 +221,16 @@ const std::vector<Row>& fault_rows() {
       // Nobody reads a synchronous id's channel: its queued events go.
       {"MigrateIdToSyncWithUserEvent", queued_user_event,
        [](Bed& b) { return rdma_migrate_id(b.id, nullptr); },
-       S{"open_channel", "migrate_id", "destroy_id"}, cleanup_at<3>},
+       S{Cmd::open_channel, Cmd::migrate_id, Cmd::destroy_id}, cleanup_at<3>},
 
       // Multicast. A failed leave forgets the group all the same, as
       // rdma-core does (the id's destroy leaves it in the kernel).
       {"JoinMulticast", [](Bed& b) { make(b, false, RDMA_PS_UDP); },
        [](Bed& b) { return rdma_join_multicast(b.id, addr("239.1.1.1"), nullptr); },
-       S{"join_mcast"}},
+       S{Cmd::join_mcast}},
       {"JoinMulticastSync", [](Bed& b) { make(b, true, RDMA_PS_UDP); },
        [](Bed& b) { return rdma_join_multicast(b.id, addr("239.1.1.1"), nullptr); },
-       S{"join_mcast", "get_event"}},
+       S{Cmd::join_mcast, Cmd::get_event}},
       {"JoinMulticastEx", [](Bed& b) { make(b, false, RDMA_PS_UDP); },
        [](Bed& b) {
          rdma_cm_join_mc_attr_ex attr{};
@@ -239,10 +239,10 @@ const std::vector<Row>& fault_rows() {
          attr.addr = addr("239.1.1.2");
          return rdma_join_multicast_ex(b.id, &attr, nullptr);
        },
-       S{"join_mcast"}},
+       S{Cmd::join_mcast}},
       {"LeaveMulticast", [](Bed& b) { joined(b); },
        [](Bed& b) { return rdma_leave_multicast(b.id, addr("239.1.1.1")); },
-       S{"leave_mcast"}, fails, Retry::kNever},
+       S{Cmd::leave_mcast}, fails, Retry::kNever},
 
       // Events: what the library does with each before handing it out. A
       // failed query turns the event into its error event with the errno as
@@ -252,7 +252,7 @@ const std::vector<Row>& fault_rows() {
          make(b);
          b.fake.queue_event(b.channel->fd, uid(b.id), RDMA_CM_EVENT_ADDR_CHANGE, 0);
        },
-       [](Bed& b) { return outcome(b, RDMA_CM_EVENT_ADDR_CHANGE); }, S{"get_event"}, fails,
+       [](Bed& b) { return outcome(b, RDMA_CM_EVENT_ADDR_CHANGE); }, S{Cmd::get_event}, fails,
        Retry::kFirstStep},
       {"GetAddrResolved",
        [](Bed& b) {
@@ -260,21 +260,21 @@ const std::vector<Row>& fault_rows() {
          ASSERT_EQ(rdma_resolve_addr(b.id, nullptr, addr("10.0.0.2"), 100), 0);
        },
        [](Bed& b) { return outcome(b, RDMA_CM_EVENT_ADDR_RESOLVED); },
-       S{"get_event", "query_addr", "query_gid"}, fails, Retry::kFirstStep},
+       S{Cmd::get_event, Cmd::query_addr, Cmd::query_gid}, fails, Retry::kFirstStep},
       {"GetRouteResolved",
        [](Bed& b) {
          resolved(b);
          ASSERT_EQ(rdma_resolve_route(b.id, 100), 0);
        },
        [](Bed& b) { return outcome(b, RDMA_CM_EVENT_ROUTE_RESOLVED); },
-       S{"get_event", "query_path"}, fails, Retry::kFirstStep},
+       S{Cmd::get_event, Cmd::query_path}, fails, Retry::kFirstStep},
       {"GetConnectResponseWithQp",
        [](Bed& b) {
          routed_with_qp(b, false);
          ASSERT_EQ(rdma_connect(b.id, nullptr), 0);
        },
        [](Bed& b) { return outcome(b, RDMA_CM_EVENT_ESTABLISHED); },
-       S{"get_event", "init_qp_attr", "init_qp_attr", "init_qp_attr", "accept"}, fails,
+       S{Cmd::get_event, Cmd::init_qp_attr, Cmd::init_qp_attr, Cmd::init_qp_attr, Cmd::accept}, fails,
        Retry::kFirstStep},
       {"GetConnectRequest",
        [](Bed& b) {
@@ -283,30 +283,30 @@ const std::vector<Row>& fault_rows() {
          b.fake.queue_request(b.channel->fd, uid(b.id));
        },
        [](Bed& b) { return outcome(b, RDMA_CM_EVENT_CONNECT_REQUEST); },
-       S{"get_event", "query_addr", "query_gid", "query_path"}, drops_request_from<2>,
+       S{Cmd::get_event, Cmd::query_addr, Cmd::query_gid, Cmd::query_path}, drops_request_from<2>,
        Retry::kFirstStep},
       {"GetRequest", [](Bed& b) { sync_listener(b); }, get_request,
-       S{"get_event", "open_channel", "migrate_id", "query_addr", "query_gid", "query_path"},
+       S{Cmd::get_event, Cmd::open_channel, Cmd::migrate_id, Cmd::query_addr, Cmd::query_gid, Cmd::query_path},
        drops_request_from<2>, Retry::kFirstStep},
       // The new id's QP fails: the request stays on the listener's stored
       // event for the application to refuse, as with rdma-core.
       {"GetRequestWithQp", [](Bed& b) { sync_listener(b, true); }, get_request,
-       S{"get_event", "open_channel", "migrate_id", "query_addr", "query_gid", "query_path",
-         "init_qp_attr"},
+       S{Cmd::get_event, Cmd::open_channel, Cmd::migrate_id, Cmd::query_addr, Cmd::query_gid, Cmd::query_path,
+         Cmd::init_qp_attr},
        [](size_t step, int err) { return step >= 2 && step < 7 ? Answer{EAGAIN} : Answer{err}; },
        Retry::kFirstStep},
       {"GetMulticastJoin", [](Bed& b) { joined(b); },
-       [](Bed& b) { return outcome(b, RDMA_CM_EVENT_MULTICAST_JOIN); }, S{"get_event"}, fails,
+       [](Bed& b) { return outcome(b, RDMA_CM_EVENT_MULTICAST_JOIN); }, S{Cmd::get_event}, fails,
        Retry::kFirstStep},
       // A queued event's doorbell is destroyed when the event is read.
       {"GetUserEvent", queued_user_event,
-       [](Bed& b) { return outcome(b, RDMA_CM_EVENT_USER); }, S{"get_event", "destroy_id"},
+       [](Bed& b) { return outcome(b, RDMA_CM_EVENT_USER); }, S{Cmd::get_event, Cmd::destroy_id},
        cleanup_at<2>, Retry::kFirstStep},
 
       // Events from user space and endpoints.
       {"WriteCmEvent", [](Bed& b) { make(b); },
        [](Bed& b) { return rdma_write_cm_event(b.id, RDMA_CM_EVENT_USER, 0, 1); },
-       S{"create_id", "resolve_addr"}},
+       S{Cmd::create_id, Cmd::resolve_addr}},
       // The resolver thread rings the doorbell (step 2). KNOWN GAP: if the
       // kernel refuses that, no event ever comes (the result is still kept
       // for rdma_query_addrinfo): the get below finds none (EAGAIN).
@@ -325,7 +325,7 @@ const std::vector<Row>& fault_rows() {
          errno = err;
          return ret;
        },
-       S{"create_id", "resolve_addr", "get_event", "destroy_id"},
+       S{Cmd::create_id, Cmd::resolve_addr, Cmd::get_event, Cmd::destroy_id},
        [](size_t step, int err) {
          return step == 2 ? Answer{EAGAIN} : step == 4 ? Answer{0, 1} : Answer{err};
        }},
@@ -343,8 +343,8 @@ const std::vector<Row>& fault_rows() {
          if (!ret) b.keep(id);
          return ret;
        },
-       S{"open_channel", "create_id", "resolve_addr", "get_event", "query_addr", "query_gid",
-         "resolve_route", "get_event", "query_path", "init_qp_attr"}},
+       S{Cmd::open_channel, Cmd::create_id, Cmd::resolve_addr, Cmd::get_event, Cmd::query_addr, Cmd::query_gid,
+         Cmd::resolve_route, Cmd::get_event, Cmd::query_path, Cmd::init_qp_attr}},
       {"CreateEpPassive", none,
        [](Bed& b) {
          rdma_addrinfo res{};
@@ -358,12 +358,12 @@ const std::vector<Row>& fault_rows() {
          if (!ret) b.keep(id);
          return ret;
        },
-       S{"open_channel", "create_id", "bind", "query_addr", "query_gid"}},
+       S{Cmd::open_channel, Cmd::create_id, Cmd::bind, Cmd::query_addr, Cmd::query_gid}},
   };
   return table;
 }
 
-const std::vector<int>& kernel_errnos(const std::string& command) {
+const std::vector<int>& kernel_errnos(Cmd command) {
   return errno_table().at(command);
 }
 

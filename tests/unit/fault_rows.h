@@ -34,7 +34,7 @@ struct Row {
   const char* name;
   std::function<void(Bed&)> setup;
   std::function<int(Bed&)> op;  // 0, or -1 with errno
-  std::vector<const char*> steps;  // the commands it issues, in order
+  std::vector<Cmd> steps;  // the commands it issues, in order
   Answer (*answer)(size_t step, int err) = fails;
   Retry retry = Retry::kSame;
   // Checks the state after the operation (its commands are not steps).
@@ -46,6 +46,6 @@ inline void PrintTo(const Row& row, std::ostream* os) { *os << row.name; }
 // Every row.
 const std::vector<Row>& fault_rows();
 // The errnos the kernel can answer this command with.
-const std::vector<int>& kernel_errnos(const std::string& command);
+const std::vector<int>& kernel_errnos(Cmd command);
 
 }  // namespace rdmacm::testing

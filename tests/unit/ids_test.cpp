@@ -39,10 +39,10 @@ TEST_F(CmTest, CreateIdRejectsBadArguments) {
 
 TEST_F(CmTest, KernelFailureOnCreateLeaksNothing) {
   rdma_cm_id* id = nullptr;
-  fake.fail_next("create_id", ENOMEM);
+  fake.fail_next(Cmd::create_id, ENOMEM);
   EXPECT_FAILS_WITH(rdma_create_id(channel, &id, nullptr, RDMA_PS_TCP), ENOMEM);
   // The same for a synchronous id, whose private channel must be released.
-  fake.fail_next("create_id", EMFILE);
+  fake.fail_next(Cmd::create_id, EMFILE);
   EXPECT_FAILS_WITH(rdma_create_id(nullptr, &id, nullptr, RDMA_PS_TCP), EMFILE);
   EXPECT_EQ(fake.live_ids(), 0u);
 }
@@ -80,7 +80,7 @@ TEST_F(CmTest, BindRejectsBadAddresses) {
   EXPECT_FAILS_WITH(rdma_bind_addr(id, &unix_addr), EINVAL);
   sockaddr_in sin = ipv4("10.1.2.3", 1);
   EXPECT_FAILS_WITH(rdma_bind_addr(nullptr, reinterpret_cast<sockaddr*>(&sin)), EINVAL);
-  fake.fail_next("bind", EADDRINUSE);
+  fake.fail_next(Cmd::bind, EADDRINUSE);
   EXPECT_FAILS_WITH(rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&sin)), EADDRINUSE);
   EXPECT_EQ(rdma_destroy_id(id), 0);
 }

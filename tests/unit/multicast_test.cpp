@@ -1,6 +1,6 @@
-// Multicast and connection calls against the fake kernel: validation,
-// fault injection, bookkeeping (no group left behind by a failed join) and
-// the kernel's group events.
+// Multicast calls against the fake kernel: validation, fault injection,
+// bookkeeping (no group left behind by a failed join) and the kernel's group
+// events.
 #include <arpa/inet.h>
 #include <chrono>
 #include <thread>
@@ -22,7 +22,7 @@ TEST_F(CmTest, FailedJoinLeavesNoGroupBehind) {
   rdma_cm_id* id = nullptr;
   ASSERT_EQ(rdma_create_id(channel, &id, nullptr, RDMA_PS_UDP), 0);
   sockaddr_in g = group("239.0.0.9");
-  fake.fail_next("join_mcast", ENOMEM);
+  fake.fail_next(Cmd::join_mcast, ENOMEM);
   EXPECT_FAILS_WITH(rdma_join_multicast(id, reinterpret_cast<sockaddr*>(&g), nullptr), ENOMEM);
   EXPECT_FAILS_WITH(rdma_leave_multicast(id, reinterpret_cast<sockaddr*>(&g)), EADDRNOTAVAIL);
   ASSERT_EQ(rdma_join_multicast(id, reinterpret_cast<sockaddr*>(&g), nullptr), 0);
@@ -106,43 +106,6 @@ TEST_F(CmTest, GroupEventsCarryTheJoinContext) {
   EXPECT_EQ(ev->event, RDMA_CM_EVENT_ADDR_CHANGE) << "the left group's error was dropped";
   EXPECT_EQ(rdma_ack_cm_event(ev), 0);
   EXPECT_EQ(rdma_destroy_id(id), 0);
-}
-
-TEST_F(CmTest, ConnectionCallsNeedAnIdOnADevice) {
-  rdma_cm_id* id = nullptr;
-  ASSERT_EQ(rdma_create_id(channel, &id, nullptr, RDMA_PS_TCP), 0);
-  rdma_conn_param cp{};
-  EXPECT_FAILS_WITH(rdma_connect(id, &cp), EINVAL);        // not resolved
-  EXPECT_FAILS_WITH(rdma_accept(id, &cp), EINVAL);         // not a request
-  EXPECT_FAILS_WITH(rdma_disconnect(id), EINVAL);          // never connected
-  EXPECT_FAILS_WITH(rdma_resolve_route(id, 100), EINVAL);  // no address yet
-  ibv_qp_init_attr attr{};
-  EXPECT_FAILS_WITH(rdma_create_qp(id, nullptr, &attr), EINVAL);
-  errno = 0;
-  rdma_destroy_qp(id);  // none to destroy
-  EXPECT_EQ(errno, EINVAL);
-  EXPECT_FAILS_WITH(rdma_reject(id, nullptr, 5), EINVAL);
-  EXPECT_FAILS_WITH(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, nullptr, 1), EFAULT);  // as the kernel answers
-  EXPECT_FAILS_WITH(rdma_migrate_id(id, reinterpret_cast<rdma_event_channel*>(&cp)), EINVAL);
-  // Calls on a destroyed id.
-  EXPECT_EQ(rdma_destroy_id(id), 0);
-  EXPECT_FAILS_WITH(rdma_listen(id, 1), EINVAL);
-  EXPECT_FAILS_WITH(rdma_connect(id, &cp), EINVAL);
-  EXPECT_FAILS_WITH(rdma_notify(id, IBV_EVENT_COMM_EST), EINVAL);
-}
-
-TEST_F(CmTest, KernelErrorsPassThroughWithTheirErrno) {
-  rdma_cm_id* id = nullptr;
-  ASSERT_EQ(rdma_create_id(channel, &id, nullptr, RDMA_PS_TCP), 0);
-  fake.fail_next("listen", EADDRINUSE);
-  EXPECT_FAILS_WITH(rdma_listen(id, 4), EADDRINUSE);
-  int on = 1;
-  fake.fail_next("set_option", ENOSYS);
-  EXPECT_FAILS_WITH(rdma_set_option(id, RDMA_OPTION_ID, 77, &on, sizeof(on)), ENOSYS);
-  fake.fail_next("destroy_id", EIO);
-  EXPECT_FAILS_WITH(rdma_destroy_id(id), EIO);
-  EXPECT_EQ(rdma_destroy_id(id), 0) << "a failed destroy leaves the id usable";
-  EXPECT_EQ(fake.live_ids(), 0u);
 }
 
 }  // namespace

@@ -46,12 +46,12 @@ TEST_F(UserEventTest, DeliveredOnceAndDoorbellGone) {
 }
 
 TEST_F(UserEventTest, KernelFailuresQueueNothing) {
-  fake.fail_next("create_id", ENOMEM);
+  fake.fail_next(Cmd::create_id, ENOMEM);
   EXPECT_FAILS_WITH(rdma_write_cm_event(id, RDMA_CM_EVENT_USER, 0, 0), ENOMEM);
-  fake.fail_next("resolve_addr", ENODEV);
+  fake.fail_next(Cmd::resolve_addr, ENODEV);
   EXPECT_FAILS_WITH(rdma_write_cm_event(id, RDMA_CM_EVENT_USER, 0, 0), ENODEV);
   EXPECT_EQ(fake.live_ids(), baseline) << "a failed doorbell is destroyed";
-  fake.fail_next("create_id", EMFILE);
+  fake.fail_next(Cmd::create_id, EMFILE);
   EXPECT_FAILS_WITH(rdma_resolve_addrinfo(id, "127.0.0.1", "7471", nullptr), EMFILE);
   rdma_addrinfo* info = nullptr;
   EXPECT_FAILS_WITH(rdma_query_addrinfo(id, &info), ENOENT);
