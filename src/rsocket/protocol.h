@@ -90,6 +90,43 @@ constexpr int value_of(int scale, int bits) {
 inline Sge sge_to_wire(const Sge& s) { return {htobe64(s.addr), htobe32(s.key), htobe32(s.length)}; }
 inline Sge sge_from_wire(const Sge& s) { return {be64toh(s.addr), be32toh(s.key), be32toh(s.length)}; }
 
+// The connection data a side sends: its receive credits, the iomap entries it
+// offers, where the peer writes buffer updates, and the first half of its
+// receive buffer.
+inline ConnData encode_conn_data(uint16_t credits, uint16_t iomap_size, const Sge& target_sgl,
+                                 const Sge& data_buf) {
+  ConnData c{};
+  c.version = kVersion;
+  c.flags = kConnFlagIomap | (__BYTE_ORDER == __BIG_ENDIAN ? kConnFlagNet : 0);
+  c.credits = htobe16(credits);
+  c.target_iomap_size = static_cast<uint8_t>(scale_of(iomap_size, 8));
+  c.target_sgl = sge_to_wire(target_sgl);
+  c.data_buf = sge_to_wire(data_buf);
+  return c;
+}
+
+// What a side learns from the peer's connection data.
+struct PeerConnData {
+  uint16_t credits;
+  Sge target_sgl;    // where to write buffer updates (length: entries)
+  Sge iomap;         // the peer's iomap table (length: entries; 0 if none)
+  Sge data_buf;      // the first buffer to write data into
+  bool swap_sgl;     // the peer's byte order differs from ours
+};
+inline PeerConnData decode_conn_data(const ConnData& c) {
+  PeerConnData p{};
+  p.credits = be16toh(c.credits);
+  p.target_sgl = sge_from_wire(c.target_sgl);
+  p.data_buf = sge_from_wire(c.data_buf);
+  p.swap_sgl = static_cast<bool>(c.flags & kConnFlagNet) != (__BYTE_ORDER == __BIG_ENDIAN);
+  if (c.flags & kConnFlagIomap) {
+    p.iomap.addr = p.target_sgl.addr + sizeof(Sge) * p.target_sgl.length;
+    p.iomap.length = static_cast<uint32_t>(value_of(c.target_iomap_size, 8));
+    p.iomap.key = p.target_sgl.key;
+  }
+  return p;
+}
+
 // Protocol constants both sides rely on.
 constexpr uint32_t kCtrlMessages = 4;      // control messages in flight (power of 2)
 constexpr uint32_t kMaxCtrlMessage = sizeof(Sge);

@@ -366,29 +366,20 @@ int StreamSocket::create_endpoint() {
 }
 
 void StreamSocket::format_conn_data(wire::ConnData* out) const {
-  *out = {};
-  out->version = wire::kVersion;
-  out->flags = wire::kConnFlagIomap | (__BYTE_ORDER == __BIG_ENDIAN ? wire::kConnFlagNet : 0);
-  out->credits = htobe16(rq_size_);
-  out->target_iomap_size = static_cast<uint8_t>(wire::scale_of(target_iomap_size_, 8));
-  out->target_sgl = wire::sge_to_wire(
-      {reinterpret_cast<uintptr_t>(target_sgl_), target_mr_->rkey, wire::kTargetSglSize});
-  out->data_buf =
-      wire::sge_to_wire({reinterpret_cast<uintptr_t>(rbuf_), rmr_->rkey, rbuf_size_ >> 1});
+  *out = wire::encode_conn_data(
+      rq_size_, target_iomap_size_,
+      {reinterpret_cast<uintptr_t>(target_sgl_), target_mr_->rkey, wire::kTargetSglSize},
+      {reinterpret_cast<uintptr_t>(rbuf_), rmr_->rkey, rbuf_size_ >> 1});
 }
 
 void StreamSocket::save_conn_data(const wire::ConnData& in) {
-  remote_sgl_ = wire::sge_from_wire(in.target_sgl);
+  wire::PeerConnData peer = wire::decode_conn_data(in);
+  remote_sgl_ = peer.target_sgl;
   remote_sge_ = 1;
-  bool peer_net = in.flags & wire::kConnFlagNet;
-  swap_sgl_ = peer_net != (__BYTE_ORDER == __BIG_ENDIAN);
-  if (in.flags & wire::kConnFlagIomap) {
-    remote_iomap_.addr = remote_sgl_.addr + sizeof(wire::Sge) * remote_sgl_.length;
-    remote_iomap_.length = static_cast<uint32_t>(wire::value_of(in.target_iomap_size, 8));
-    remote_iomap_.key = remote_sgl_.key;
-  }
-  target_sgl_[0] = wire::sge_from_wire(in.data_buf);
-  sseq_comp_ = be16toh(in.credits);
+  swap_sgl_ = peer.swap_sgl;
+  remote_iomap_ = peer.iomap;
+  target_sgl_[0] = peer.data_buf;
+  sseq_comp_ = peer.credits;
 }
 
 int StreamSocket::shutdown(int how) {

@@ -1,0 +1,173 @@
+// The rsocket wing without a device: the wire format against bytes captured
+// from rdma-core, and every call's answer to bad input (the fake kernel gives
+// a stream rsocket its CM id; nothing here connects).
+#include <rdma/rsocket.h>
+#include <netinet/tcp.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "fixture.h"
+#include "rsocket/protocol.h"
+
+namespace rdmacm::testing {
+namespace {
+
+namespace wire = rdmacm::rsocket::wire;
+
+// The connection request rdma-core 44's rstream client sent (captured on
+// Soft-RoCE with a plain rdma_cm listener printing the private data: 56 bytes,
+// the kernel pads the 40 of rsockets' connection data), rstream -S 100, so
+// SO_RCVBUF 512 KiB (a 1 MiB receive buffer, half of it offered).
+constexpr uint8_t kCapturedRequest[56] = {
+    0x01, 0x02, 0x01, 0x80, 0x00, 0x00, 0x00, 0x00,  // version 1, iomap flag, 384 credits
+    0x00, 0x00, 0x56, 0x4f, 0xc3, 0xde, 0xe0, 0x00,  // target SGL: address
+    0x00, 0x00, 0x03, 0x8e, 0x00, 0x00, 0x00, 0x02,  // its rkey, 2 entries
+    0x00, 0x00, 0x7f, 0x02, 0x87, 0xef, 0xf0, 0x00,  // data buffer: address
+    0x00, 0x00, 0x04, 0x96, 0x00, 0x08, 0x00, 0x00,  // its rkey, 512 KiB
+};
+
+TEST(RsocketWire, DecodesRdmaCoresConnectionData) {
+  wire::ConnData c;
+  std::memcpy(&c, kCapturedRequest, sizeof(c));
+  wire::PeerConnData p = wire::decode_conn_data(c);
+  EXPECT_EQ(c.version, wire::kVersion);
+  EXPECT_EQ(p.credits, 384);
+  EXPECT_EQ(p.target_sgl.addr, 0x564fc3dee000u);
+  EXPECT_EQ(p.target_sgl.key, 0x38eu);
+  EXPECT_EQ(p.target_sgl.length, wire::kTargetSglSize);
+  EXPECT_EQ(p.data_buf.addr, 0x7f0287eff000u);
+  EXPECT_EQ(p.data_buf.key, 0x496u);
+  EXPECT_EQ(p.data_buf.length, 512u * 1024);
+  EXPECT_FALSE(p.swap_sgl);  // both little-endian
+  // The iomap table follows the target SGL, under the same key; none offered.
+  EXPECT_EQ(p.iomap.addr, p.target_sgl.addr + 2 * sizeof(wire::Sge));
+  EXPECT_EQ(p.iomap.key, p.target_sgl.key);
+  EXPECT_EQ(p.iomap.length, 0u);
+}
+
+TEST(RsocketWire, EncodesWhatRdmaCoreSends) {
+  wire::ConnData c = wire::encode_conn_data(384, 0, {0x564fc3dee000, 0x38e, 2},
+                                            {0x7f0287eff000, 0x496, 512 * 1024});
+  ASSERT_EQ(sizeof(c), 40u);
+  EXPECT_EQ(std::memcmp(&c, kCapturedRequest, sizeof(c)), 0);
+}
+
+TEST(RsocketWire, ImmediateDataAndScales) {
+  EXPECT_EQ(wire::imm(wire::Op::data, 4096), 0x00001000u);
+  EXPECT_EQ(wire::imm(wire::Op::sgl, 0x1ff), 0x800001ffu);
+  EXPECT_EQ(wire::imm(wire::Op::ctrl, static_cast<uint32_t>(wire::Ctrl::shutdown)), 0xe0000002u);
+  EXPECT_EQ(wire::imm_op(0xe0000000u), wire::Op::ctrl);
+  EXPECT_EQ(wire::imm_data(0xffffffffu), 0x1fffffffu);
+  EXPECT_EQ(wire::scale_of(100, 8), 100);
+  EXPECT_EQ(wire::scale_of(512, 8), 128 | 2);
+  EXPECT_EQ(wire::value_of(wire::scale_of(512, 8), 8), 512);
+}
+
+class RsocketTest : public CmTest {};
+
+TEST_F(RsocketTest, UnsupportedDomainsTypesAndProtocols) {
+  EXPECT_FAILS_WITH(::rsocket(AF_UNIX, SOCK_STREAM, 0), ENOTSUP);
+  EXPECT_FAILS_WITH(::rsocket(AF_INET, SOCK_RAW, 0), ENOTSUP);
+  EXPECT_FAILS_WITH(::rsocket(AF_INET, SOCK_STREAM, IPPROTO_UDP), ENOTSUP);
+  EXPECT_FAILS_WITH(::rsocket(AF_INET6, SOCK_DGRAM, IPPROTO_TCP), ENOTSUP);
+}
+
+TEST_F(RsocketTest, EveryCallRefusesAnFdThatIsNoRsocket) {
+  int ordinary = eventfd(0, EFD_CLOEXEC);
+  ASSERT_GE(ordinary, 0);
+  for (int fd : {-1, ordinary, 1 << 30}) {
+    char buf[8];
+    sockaddr_in a = ipv4("127.0.0.1", 1);
+    socklen_t len = sizeof(a);
+    int v = 1;
+    EXPECT_FAILS_WITH(rbind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), EBADF);
+    EXPECT_FAILS_WITH(rlisten(fd, 1), EBADF);
+    EXPECT_FAILS_WITH(raccept(fd, nullptr, nullptr), EBADF);
+    EXPECT_FAILS_WITH(rconnect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), EBADF);
+    EXPECT_FAILS_WITH(rshutdown(fd, SHUT_RDWR), EBADF);
+    EXPECT_FAILS_WITH(rrecv(fd, buf, sizeof(buf), 0), EBADF);
+    EXPECT_FAILS_WITH(rsend(fd, buf, sizeof(buf), 0), EBADF);
+    EXPECT_FAILS_WITH(rread(fd, buf, sizeof(buf)), EBADF);
+    EXPECT_FAILS_WITH(rwrite(fd, buf, sizeof(buf)), EBADF);
+    EXPECT_FAILS_WITH(rgetpeername(fd, reinterpret_cast<sockaddr*>(&a), &len), EBADF);
+    EXPECT_FAILS_WITH(rgetsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), EBADF);
+    EXPECT_FAILS_WITH(rsetsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &v, sizeof(v)), EBADF);
+    EXPECT_FAILS_WITH(rgetsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &v, &len), EBADF);
+    EXPECT_FAILS_WITH(rfcntl(fd, F_GETFL), EBADF);
+    EXPECT_FAILS_WITH(rclose(fd), EBADF);
+  }
+  close(ordinary);
+}
+
+TEST_F(RsocketTest, AStreamSocketBeforeItConnects) {
+  int s = ::rsocket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(s, 0) << strerror(errno);
+  char buf[8] = {};
+  EXPECT_FAILS_WITH(rrecv(s, buf, sizeof(buf), 0), ENOTCONN);
+  EXPECT_FAILS_WITH(rsend(s, buf, sizeof(buf), 0), ENOTCONN);
+  EXPECT_FAILS_WITH(raccept(s, nullptr, nullptr), EBADF);  // not listening: rdma-core's answer
+  EXPECT_FAILS_WITH(rconnect(s, nullptr, 16), EFAULT);
+  EXPECT_FAILS_WITH(rshutdown(s, 42), EINVAL);
+  EXPECT_EQ(rfcntl(s, F_GETFL), 0);
+  EXPECT_EQ(rfcntl(s, F_SETFL, O_NONBLOCK), 0);
+  EXPECT_EQ(rfcntl(s, F_GETFL), O_NONBLOCK);
+  EXPECT_FAILS_WITH(rfcntl(s, F_GETFD), ENOTSUP);
+  EXPECT_EQ(rclose(s), 0);
+  EXPECT_FAILS_WITH(rclose(s), EBADF);
+}
+
+TEST_F(RsocketTest, OptionsCheckTheirValues) {
+  int s = ::rsocket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(s, 0);
+  int v = 1;
+  socklen_t len = sizeof(v);
+  EXPECT_FAILS_WITH(rsetsockopt(s, SOL_SOCKET, SO_KEEPALIVE, nullptr, sizeof(v)), EFAULT);
+  EXPECT_FAILS_WITH(rsetsockopt(s, SOL_SOCKET, SO_KEEPALIVE, &v, 1), EINVAL);
+  EXPECT_FAILS_WITH(rsetsockopt(s, 12345, 1, &v, sizeof(v)), ENOTSUP);
+  EXPECT_FAILS_WITH(rsetsockopt(s, IPPROTO_TCP, TCP_KEEPIDLE, (v = 0, &v), sizeof(v)), EINVAL);
+  v = 1;
+  EXPECT_EQ(rsetsockopt(s, IPPROTO_TCP, TCP_NODELAY, &v, sizeof(v)), 0);
+  v = 0;
+  EXPECT_EQ(rgetsockopt(s, IPPROTO_TCP, TCP_NODELAY, &v, &len), 0);
+  EXPECT_EQ(v, 1);
+  EXPECT_EQ(len, sizeof(int));
+  len = 1;
+  EXPECT_FAILS_WITH(rgetsockopt(s, SOL_SOCKET, SO_ERROR, &v, &len), EINVAL);
+  EXPECT_FAILS_WITH(rgetsockopt(s, SOL_SOCKET, SO_ERROR, &v, nullptr), EFAULT);
+  // Buffer sizes double, as the kernel's do (and rdma-core's).
+  v = 8192;
+  EXPECT_EQ(rsetsockopt(s, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)), 0);
+  len = sizeof(v);
+  EXPECT_EQ(rgetsockopt(s, SOL_SOCKET, SO_RCVBUF, &v, &len), 0);
+  EXPECT_EQ(v, 16384);
+  v = 100;
+  EXPECT_EQ(rsetsockopt(s, SOL_RDMA, RDMA_SQSIZE, &v, sizeof(v)), 0);
+  EXPECT_EQ(rgetsockopt(s, SOL_RDMA, RDMA_SQSIZE, &v, &len), 0);
+  EXPECT_EQ(v, 100);
+  EXPECT_EQ(rclose(s), 0);
+}
+
+TEST_F(RsocketTest, PollAndSelectTakeOrdinaryFdsAndRefuseBadArguments) {
+  EXPECT_FAILS_WITH(rpoll(nullptr, 1, 0), EFAULT);
+  EXPECT_FAILS_WITH(rselect(-1, nullptr, nullptr, nullptr, nullptr), EINVAL);
+  int e = eventfd(1, EFD_CLOEXEC);  // readable
+  pollfd p{e, POLLIN, 0};
+  EXPECT_EQ(rpoll(&p, 1, 1000), 1);
+  EXPECT_EQ(p.revents, POLLIN);
+  fd_set r;
+  FD_ZERO(&r);
+  FD_SET(e, &r);
+  timeval tv{1, 0};
+  EXPECT_EQ(rselect(e + 1, &r, nullptr, nullptr, &tv), 1);
+  EXPECT_TRUE(FD_ISSET(e, &r));
+  uint64_t c;
+  ASSERT_EQ(read(e, &c, sizeof(c)), 8);
+  p.revents = 0;
+  EXPECT_EQ(rpoll(&p, 1, 50), 0);  // times out
+  close(e);
+}
+
+}  // namespace
+}  // namespace rdmacm::testing
