@@ -1,5 +1,5 @@
 // The rsocket family (RDMA sockets): trampolines into the rsocket wing
-// (src/rsocket/calls.h). repoll_* and the iomap calls are not implemented yet.
+// (src/rsocket/calls.h). repoll_* is not implemented yet.
 #include <rdma/rsocket.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -99,11 +99,16 @@ RDMACM_EXPORT int rfcntl(int socket, int cmd, ...) {
     return -ENOTSUP;  // as rdma-core
   });
 }
-RDMACM_EXPORT off_t riomap(int, void*, size_t, int, int, off_t) { return api::not_implemented(); }
-RDMACM_EXPORT int riounmap(int, void*, size_t) { return api::not_implemented(); }
-RDMACM_EXPORT size_t riowrite(int, const void*, size_t, off_t, int) {
-  api::not_implemented();
-  return 0;
+RDMACM_EXPORT off_t riomap(int socket, void* buf, size_t len, int prot, int flags, off_t offset) {
+  return api::call_ssize([&] { return rsocket::iomap(socket, buf, len, prot, flags, offset); });
+}
+RDMACM_EXPORT int riounmap(int socket, void* buf, size_t len) {
+  return api::call([&] { return rsocket::iounmap(socket, buf, len); });
+}
+// size_t, as rdma-core declares it: (size_t)-1 with errno on failure.
+RDMACM_EXPORT size_t riowrite(int socket, const void* buf, size_t count, off_t offset, int flags) {
+  return static_cast<size_t>(
+      api::call_ssize([&] { return rsocket::iowrite(socket, buf, count, offset, flags); }));
 }
 RDMACM_EXPORT int repoll_create(int) { return api::not_implemented(); }
 RDMACM_EXPORT int repoll_ctl(int, int, int, epoll_event*) { return api::not_implemented(); }

@@ -55,6 +55,13 @@ int setsockopt(int fd, int level, int name, const void* value, socklen_t len) {
 int getsockopt(int fd, int level, int name, void* value, socklen_t* len) {
   WITH_SOCKET(fd, s->get_option(level, name, value, len));
 }
+off_t iomap(int fd, void* buf, size_t len, int prot, int flags, off_t offset) {
+  WITH_SOCKET(fd, s->iomap(buf, len, prot, flags, offset));
+}
+int iounmap(int fd, void* buf, size_t len) { WITH_SOCKET(fd, s->iounmap(buf, len)); }
+ssize_t iowrite(int fd, const void* buf, size_t len, off_t offset, int flags) {
+  WITH_SOCKET(fd, s->iowrite(buf, len, offset, flags));
+}
 int get_flags(int fd) { WITH_SOCKET(fd, s->flags()); }
 int set_flags(int fd, int flags) { WITH_SOCKET(fd, s->set_flags(flags)); }
 

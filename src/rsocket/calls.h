@@ -31,6 +31,9 @@ int getpeername(int fd, sockaddr* addr, socklen_t* len);
 int getsockname(int fd, sockaddr* addr, socklen_t* len);
 int setsockopt(int fd, int level, int name, const void* value, socklen_t len);
 int getsockopt(int fd, int level, int name, void* value, socklen_t* len);
+off_t iomap(int fd, void* buf, size_t len, int prot, int flags, off_t offset);
+int iounmap(int fd, void* buf, size_t len);
+ssize_t iowrite(int fd, const void* buf, size_t len, off_t offset, int flags);
 int get_flags(int fd);
 int set_flags(int fd, int flags);
 

@@ -12,7 +12,9 @@
 #include <poll.h>
 #include <rdma/rdma_cma.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 
@@ -39,6 +41,11 @@ class Socket {
   virtual int sock_name(sockaddr* addr, socklen_t* len) = 0;
   virtual int set_option(int level, int name, const void* value, socklen_t len) = 0;
   virtual int get_option(int level, int name, void* value, socklen_t* len) = 0;
+  // riomap / riounmap / riowrite (direct placement into the peer's mapped
+  // buffers); sockets without them answer as rdma-core's datagram ones.
+  virtual off_t iomap(void*, size_t, int, int, off_t) { return -EINVAL; }
+  virtual int iounmap(void*, size_t) { return -EINVAL; }
+  virtual ssize_t iowrite(const void*, size_t, off_t, int) { return -EINVAL; }
   int flags() const { return fd_flags_; }
   virtual int set_flags(int flags) = 0;
 

@@ -93,6 +93,7 @@ StreamSocket* StreamSocket::create(int domain, int* err) {
 
 StreamSocket::~StreamSocket() {
   if (fd_ >= 0 && find_socket(fd_) == this) remove_socket(fd_);
+  release_mappings();
   if (smr_) ibv_dereg_mr(smr_);
   if (rmr_) ibv_dereg_mr(rmr_);
   if (target_mr_) ibv_dereg_mr(target_mr_);

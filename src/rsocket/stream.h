@@ -51,6 +51,9 @@ class StreamSocket final : public Socket {
   int set_option(int level, int name, const void* value, socklen_t len) override;
   int get_option(int level, int name, void* value, socklen_t* len) override;
   int set_flags(int flags) override;
+  off_t iomap(void* buf, size_t len, int prot, int flags, off_t offset) override;
+  int iounmap(void* buf, size_t len) override;
+  ssize_t iowrite(const void* buf, size_t len, off_t offset, int flags) override;
   short poll_state(short events) override;
   int wait_fd() override;
   void consume_wakeup() override;
@@ -76,7 +79,7 @@ class StreamSocket final : public Socket {
   int post_message(uint32_t imm);
   int post_write(ibv_sge* sgl, int nsge, uint32_t imm, int flags, uint64_t addr, uint32_t rkey,
                  bool with_imm);
-  int write_data(ibv_sge* sgl, int nsge, uint32_t length, int flags);
+  int write_data(const void* buf, uint32_t length);
   void send_credits();
   bool should_give_credits() const;
   void update_credits();
@@ -86,6 +89,19 @@ class StreamSocket final : public Socket {
   int completion(bool nonblock, Test test);
   int send_ctrl(wire::Ctrl ctrl);
   void await_peer_close(int ms);
+
+  // stream_iomap.cpp: buffers mapped for the peer's direct writes.
+  struct Mapping {
+    uint64_t offset;
+    ibv_mr* mr;
+    int index;  // its slot in the peer's iomap table; -1: local only
+  };
+  int send_iomaps(int flags);  // the new mappings, to the peer's table (send_mutex_ held)
+  void release_mappings();
+  // Copies len bytes from buf to the send buffer (or inline) and posts them
+  // as one write: with immediate data (imm) to the target, or plain.
+  int post_from_sbuf(const void* buf, uint32_t len, uint32_t imm, uint64_t addr, uint32_t rkey,
+                     bool with_imm);
 
   bool can_send() const;
   bool conn_can_send() const { return can_send() || !(state_ & kWritable); }
@@ -146,6 +162,11 @@ class StreamSocket final : public Socket {
   int unack_cqe_ = 0;
 
   int accept_queue_[2] = {-1, -1};  // listener: fds of accepted sockets
+
+  std::mutex map_mutex_;          // the mapping lists (after send_mutex_ if both)
+  std::vector<Mapping> mapped_;   // sent to the peer, or local only
+  std::vector<Mapping> pending_;  // to send before the next data
+  std::vector<bool> slot_used_;   // the peer's iomap table entries we fill
 
   std::mutex send_mutex_, recv_mutex_, cq_mutex_, cq_wait_mutex_, connect_mutex_;
 };

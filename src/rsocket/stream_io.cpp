@@ -61,9 +61,36 @@ int StreamSocket::post_write(ibv_sge* sgl, int nsge, uint32_t imm, int flags, ui
   return post(id_->qp, wr);
 }
 
+// Posts len bytes of buf as one RDMA write: inline when small enough, else
+// copied into the send buffer ring (in two pieces where it wraps).
+int StreamSocket::post_from_sbuf(const void* buf, uint32_t len, uint32_t imm, uint64_t addr,
+                                 uint32_t rkey, bool with_imm) {
+  auto* in = static_cast<const uint8_t*>(buf);
+  if (len <= sq_inline_) {
+    ibv_sge sge{reinterpret_cast<uintptr_t>(in), len, 0};
+    return post_write(&sge, 1, imm, IBV_SEND_INLINE, addr, rkey, with_imm);
+  }
+  uint32_t to_end =
+      static_cast<uint32_t>(reinterpret_cast<uintptr_t>(sbuf_ + sbuf_size_) - ssgl_[0].addr);
+  if (len <= to_end) {
+    std::memcpy(reinterpret_cast<void*>(ssgl_[0].addr), in, len);
+    ssgl_[0].length = len;
+    int err = post_write(ssgl_, 1, imm, 0, addr, rkey, with_imm);
+    ssgl_[0].addr = len < to_end ? ssgl_[0].addr + len : reinterpret_cast<uintptr_t>(sbuf_);
+    return err;
+  }
+  ssgl_[0].length = to_end;
+  std::memcpy(reinterpret_cast<void*>(ssgl_[0].addr), in, to_end);
+  ssgl_[1].length = len - to_end;
+  std::memcpy(sbuf_, in + to_end, ssgl_[1].length);
+  int err = post_write(ssgl_, 2, imm, 0, addr, rkey, with_imm);
+  ssgl_[0].addr = reinterpret_cast<uintptr_t>(sbuf_) + ssgl_[1].length;
+  return err;
+}
+
 // The target SGE is advanced before the write: once the data lands the peer
 // may hand the same space back with a credit update.
-int StreamSocket::write_data(ibv_sge* sgl, int nsge, uint32_t length, int flags) {
+int StreamSocket::write_data(const void* buf, uint32_t length) {
   ++sseq_no_;
   --sqe_avail_;
   sbuf_bytes_avail_ -= static_cast<int>(length);
@@ -73,7 +100,7 @@ int StreamSocket::write_data(ibv_sge* sgl, int nsge, uint32_t length, int flags)
   target.addr += length;
   target.length -= length;
   if (!target.length && ++target_sge_ == wire::kTargetSglSize) target_sge_ = 0;
-  return post_write(sgl, nsge, wire::imm(wire::Op::data, length), flags, addr, rkey, true);
+  return post_from_sbuf(buf, length, wire::imm(wire::Op::data, length), addr, rkey, true);
 }
 
 // Grants the peer more messages and, when half our receive buffer is free
@@ -356,6 +383,9 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
   }
   if (!(state_ & kConnected)) return state_ & (kDisconnected | kError) ? -EPIPE : -ENOTCONN;
   std::lock_guard lock(send_mutex_);
+  if (!pending_.empty()) {
+    if (int err = send_iomaps(flags)) return err;
+  }
   auto* in = static_cast<const uint8_t*>(buf);
   size_t left = len;
   uint32_t chunk_limit = wire::kFirstTransfer;
@@ -379,24 +409,7 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
     size = std::min<uint32_t>(size, target_sgl_[target_sge_].length);
 
     std::lock_guard cq(cq_mutex_);  // sends and completions update the same counters
-    uint32_t to_end =
-        static_cast<uint32_t>(reinterpret_cast<uintptr_t>(sbuf_ + sbuf_size_) - ssgl_[0].addr);
-    if (size <= sq_inline_) {
-      ibv_sge sge{reinterpret_cast<uintptr_t>(in), size, 0};
-      ret = write_data(&sge, 1, size, IBV_SEND_INLINE);
-    } else if (size <= to_end) {
-      std::memcpy(reinterpret_cast<void*>(ssgl_[0].addr), in, size);
-      ssgl_[0].length = size;
-      ret = write_data(ssgl_, 1, size, 0);
-      ssgl_[0].addr = size < to_end ? ssgl_[0].addr + size : reinterpret_cast<uintptr_t>(sbuf_);
-    } else {
-      ssgl_[0].length = to_end;
-      std::memcpy(reinterpret_cast<void*>(ssgl_[0].addr), in, to_end);
-      ssgl_[1].length = size - to_end;
-      std::memcpy(sbuf_, in + to_end, ssgl_[1].length);
-      ret = write_data(ssgl_, 2, size, 0);
-      ssgl_[0].addr = reinterpret_cast<uintptr_t>(sbuf_) + ssgl_[1].length;
-    }
+    ret = write_data(in, size);
     if (ret) break;
     left -= size;
     in += size;

@@ -107,7 +107,7 @@ CASES=(
 	# One test per qperf client: see README.md (qperf's own race on a second test).
 	"qperf|-cm1 -t 2 rc_lat"
 	"qperf|-cm1 -t 2 rc_bw"
-	# rsockets (rxe.rsocket runs these, rxe.interop the others): rstream's
+	# rsockets (rxe.rsocket runs these and riostream's, rxe.interop the others): rstream's
 	# bandwidth/latency run (-S all: sizes from 64 B up), blocking, non-blocking,
 	# poll-driven (async), data verified, small buffers, keepalive set,
 	# addresses resolved through rdma_getaddrinfo; rcopy a 4 MiB file.
@@ -121,6 +121,10 @@ CASES=(
 	"rstream|-k 5 -C 50 -S 1024"
 	"rstream|-T r -C 50 -S 4096"
 	"rcopy|4M"
+	# riostream: riomap'd receive buffers written with riowrite.
+	"riostream|-C 100 -S 4096"
+	"riostream|-T b -C 100 -S 65536"
+	"riostream|-T a -C 100 -S 8192"
 )
 
 # define_case TOOL "ARGS" PORT: sets SRV and CLI (argument vectors), READY (cm,
@@ -201,12 +205,12 @@ define_case() {
 		SRV=(qperf -lp "$port")
 		CLI=(qperf "$RXE_IP" -lp "$port" "${a[@]}")
 		READY=tcp PERSIST=1 CT=60 CHECK=check_qperf ;;
-	rstream)
+	rstream | riostream)
 		# One connection, then both sides exit. Each transfer is at least one
 		# RDMA write on rxe0: fewer packets than transfers means the bytes went
 		# some other way.
-		SRV=(rstream -b "$RXE_IP" -p "$port" "${a[@]}")
-		CLI=(rstream -s "$RXE_IP" -p "$port" "${a[@]}")
+		SRV=("$tool" -b "$RXE_IP" -p "$port" "${a[@]}")
+		CLI=("$tool" -s "$RXE_IP" -p "$port" "${a[@]}")
 		CHECK=check_rstream SRV_SYM=rlisten CLI_SYM=rconnect
 		MIN_PKTS=$(arg_after -C "${a[@]}")
 		MIN_PKTS=${MIN_PKTS:-100} ;;

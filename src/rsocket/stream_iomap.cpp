@@ -1,0 +1,149 @@
+// riomap / riounmap / riowrite: a buffer mapped with PROT_WRITE is registered
+// for remote writes and announced to the peer (an IomapEntry written into the
+// peer's iomap table, which follows its target SGL); riowrite places bytes
+// directly into a buffer the peer announced to us, with no receive consumed.
+#include <byteswap.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "rsocket/stream.h"
+
+namespace rdmacm::rsocket {
+
+off_t StreamSocket::iomap(void* buf, size_t len, int prot, int, off_t offset) {
+  if (!id_->pd || (prot & ~(PROT_WRITE | PROT_NONE))) return -EINVAL;
+  if (!buf || !len || offset < -1) return -EINVAL;
+  std::lock_guard lock(map_mutex_);
+  Mapping m{0, nullptr, -1};
+  if (prot & PROT_WRITE) {
+    // One of the peer's table entries (it offered remote_iomap_.length).
+    slot_used_.resize(remote_iomap_.length, false);
+    auto free = std::find(slot_used_.begin(), slot_used_.end(), false);
+    if (free == slot_used_.end()) return -ENOMEM;
+    m.index = static_cast<int>(free - slot_used_.begin());
+  }
+  int access = IBV_ACCESS_LOCAL_WRITE | (prot & PROT_WRITE ? IBV_ACCESS_REMOTE_WRITE : 0);
+  m.mr = ibv_reg_mr(id_->pd, buf, len, access);
+  if (!m.mr) return errno ? -errno : -ENOMEM;
+  m.offset = offset == -1 ? reinterpret_cast<uintptr_t>(buf) : static_cast<uint64_t>(offset);
+  if (m.index >= 0) {
+    slot_used_[m.index] = true;
+    pending_.push_back(m);
+  } else {
+    mapped_.push_back(m);
+  }
+  return static_cast<off_t>(m.offset);
+}
+
+int StreamSocket::iounmap(void* buf, size_t len) {
+  std::lock_guard lock(map_mutex_);
+  for (auto* list : {&mapped_, &pending_}) {
+    auto it = std::find_if(list->begin(), list->end(), [&](const Mapping& m) {
+      return m.mr->addr == buf && m.mr->length == len;
+    });
+    if (it == list->end()) continue;
+    ibv_dereg_mr(it->mr);
+    if (it->index >= 0) slot_used_[it->index] = false;
+    list->erase(it);
+    return 0;
+  }
+  return -EINVAL;
+}
+
+void StreamSocket::release_mappings() {
+  std::lock_guard lock(map_mutex_);
+  for (auto* list : {&mapped_, &pending_}) {
+    for (const Mapping& m : *list) ibv_dereg_mr(m.mr);
+    list->clear();
+  }
+}
+
+int StreamSocket::send_iomaps(int flags) {
+  std::lock_guard lock(map_mutex_);
+  int ret = 0;
+  while (!pending_.empty()) {
+    if (!can_send()) {
+      if ((ret = completion(nonblocking(flags), &StreamSocket::conn_can_send))) break;
+      if (!(state_ & kWritable)) {
+        ret = -ECONNRESET;
+        break;
+      }
+    }
+    Mapping m = pending_.front();
+    wire::IomapEntry e{m.offset, {reinterpret_cast<uintptr_t>(m.mr->addr), m.mr->rkey,
+                                  static_cast<uint32_t>(m.mr->length)}};
+    if (swap_sgl_)
+      e = {bswap_64(e.offset), {bswap_64(e.sge.addr), bswap_32(e.sge.key), bswap_32(e.sge.length)}};
+    {
+      std::lock_guard cq(cq_mutex_);
+      ++sseq_no_;
+      --sqe_avail_;
+      sbuf_bytes_avail_ -= static_cast<int>(sizeof(e));
+      ret = post_from_sbuf(&e, sizeof(e),
+                           wire::imm(wire::Op::iomap_sgl, static_cast<uint32_t>(m.index)),
+                           remote_iomap_.addr + m.index * sizeof(wire::IomapEntry),
+                           remote_iomap_.key, true);
+    }
+    pending_.erase(pending_.begin());
+    mapped_.push_back(m);
+    if (ret) break;
+  }
+  return ret;
+}
+
+ssize_t StreamSocket::iowrite(const void* buf, size_t len, off_t offset, int flags) {
+  if (!buf && len) return -EFAULT;
+  if (!(state_ & kConnected)) return -ENOTCONN;
+  std::lock_guard lock(send_mutex_);
+  if (!pending_.empty()) {
+    if (int err = send_iomaps(flags)) return err;
+  }
+  // The peer's announced buffers, as it wrote them into our table.
+  auto* table = reinterpret_cast<volatile wire::IomapEntry*>(target_sgl_ + wire::kTargetSglSize);
+  auto* in = static_cast<const uint8_t*>(buf);
+  size_t left = len;
+  uint32_t chunk_limit = wire::kFirstTransfer;
+  uint64_t at = static_cast<uint64_t>(offset);
+  int ret = 0;
+  while (left) {
+    wire::IomapEntry target{};
+    bool found = false;
+    for (uint16_t i = 0; i < target_iomap_size_ && !found; ++i) {
+      wire::IomapEntry e;
+      std::memcpy(&e, const_cast<wire::IomapEntry*>(&table[i]), sizeof(e));
+      if (at >= e.offset && at < e.offset + e.sge.length) {
+        target = e;
+        found = true;
+      }
+    }
+    if (!found) break;  // rdma-core stops at an unmapped offset too
+    if (!can_send()) {
+      if ((ret = completion(nonblocking(flags), &StreamSocket::conn_can_send))) break;
+      if (!(state_ & kWritable)) {
+        ret = -ECONNRESET;
+        break;
+      }
+    }
+    uint32_t size = chunk_limit < left ? chunk_limit : static_cast<uint32_t>(left);
+    if (chunk_limit < left && chunk_limit < wire::kMaxTransfer) chunk_limit <<= 1;
+    size = std::min<uint32_t>(size, static_cast<uint32_t>(sbuf_bytes_avail_));
+    size = static_cast<uint32_t>(std::min<uint64_t>(size, target.offset + target.sge.length - at));
+    {
+      std::lock_guard cq(cq_mutex_);
+      --sqe_avail_;
+      sbuf_bytes_avail_ -= static_cast<int>(size);
+      ret = post_from_sbuf(in, size, wire::imm(wire::Op::write, size),
+                           target.sge.addr + (at - target.offset), target.sge.key, false);
+    }
+    if (ret) break;
+    left -= size;
+    in += size;
+    at += size;
+  }
+  return ret && left == len ? ret : static_cast<ssize_t>(len - left);
+}
+
+}  // namespace rdmacm::rsocket
