@@ -201,6 +201,7 @@ int DatagramSocket::get_dest(const sockaddr* addr, socklen_t len, Dest** out) {
     dest = std::make_unique<Dest>();
     dest->addr = key;
     dest->qp = qp;
+    ++dests_without_ah_;
   }
   *out = dest.get();
   return 0;

@@ -19,6 +19,7 @@
 #include <infiniband/verbs.h>
 #include <netinet/in.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -84,13 +85,14 @@ class DatagramSocket final : public Socket {
     Dest* self = nullptr;  // this QP itself (in dests_): the service forwards first messages here
     ibv_mr* smr = nullptr;
     ibv_mr* rmr = nullptr;
-    uint8_t* rbuf = nullptr;  // rq_size_ slots, then the GRH slot
+    uint8_t* rbuf = nullptr;  // rq_size_ slots, then one GRH per slot
     bool cq_armed = false;
   };
   struct Received {
     Qp* qp;
     uint32_t offset;  // of the slot in qp->rbuf
     uint32_t length;  // DsHeader and payload
+    ibv_wc wc;        // with the slot's GRH: an AH back to the sender
   };
   struct AddrLess {
     bool operator()(const Addr& a, const Addr& b) const;
@@ -106,6 +108,8 @@ class DatagramSocket final : public Socket {
   int source_for(const sockaddr* dst, socklen_t dst_len, Addr* src);
   void free_qp(Qp* qp);
   void resolve_ah(Dest* dest, uint32_t qpn);  // the service: an AH to the peer's QP
+  void learn_ah(const Addr& from, Qp* qp, const ibv_wc& wc, const ibv_grh& grh);
+  void set_ah(Dest* dest, ibv_ah* ah, uint32_t qpn);  // under send_mutex_
   ssize_t send_udp(Dest* dest, const void* buf, size_t len, int flags, wire::Op op);
   ssize_t send_ud(Dest* dest, const wire::DsHeader& hdr, const void* buf, size_t len, int flags);
 
@@ -139,6 +143,7 @@ class DatagramSocket final : public Socket {
   std::vector<std::unique_ptr<Qp>> qps_;
   size_t next_qp_ = 0;  // where polling resumes, for fairness
   std::map<Addr, std::unique_ptr<Dest>, AddrLess> dests_;
+  std::atomic<int> dests_without_ah_{0};  // a received message may give them one
   Dest* conn_dest_ = nullptr;
 
   std::vector<Received> rmsg_;  // rq_size_ + 1 slots

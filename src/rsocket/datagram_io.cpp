@@ -33,12 +33,18 @@ bool valid(const uint8_t* slot, uint32_t byte_len) {
          byte_len - sizeof(ibv_grh) >= hdr->length;
 }
 
+// Each slot's GRH goes past the data slots (rdma-core shares one among all
+// receives; ours is kept until the message is taken, for learn_ah).
+uint8_t* grh_of(uint8_t* rbuf, uint32_t rbuf_size, uint32_t offset) {
+  return rbuf + rbuf_size + offset / wire::kDsSlotSize * sizeof(ibv_grh);
+}
+
 }  // namespace
 
-// The GRH (or its room) goes to one shared slot past the data slots.
 int DatagramSocket::post_recv(Qp* qp, uint32_t offset) {
   ibv_sge sge[2] = {
-      {reinterpret_cast<uintptr_t>(qp->rbuf + rbuf_size_), sizeof(ibv_grh), qp->rmr->lkey},
+      {reinterpret_cast<uintptr_t>(grh_of(qp->rbuf, rbuf_size_, offset)), sizeof(ibv_grh),
+       qp->rmr->lkey},
       {reinterpret_cast<uintptr_t>(qp->rbuf + offset), wire::kDsSlotSize, qp->rmr->lkey},
   };
   ibv_recv_wr wr{}, *bad;
@@ -68,7 +74,7 @@ void DatagramSocket::poll_cqs() {
       if (wc.wr_id & kRecvFlag) {
         if (rqe_avail_ && wc.status == IBV_WC_SUCCESS && valid(qp->rbuf + offset, wc.byte_len)) {
           --rqe_avail_;
-          rmsg_[rmsg_tail_] = {qp, offset, static_cast<uint32_t>(wc.byte_len - sizeof(ibv_grh))};
+          rmsg_[rmsg_tail_] = {qp, offset, static_cast<uint32_t>(wc.byte_len - sizeof(ibv_grh)), wc};
           if (++rmsg_tail_ == rq_size_ + 1) rmsg_tail_ = 0;
         } else {
           post_recv(qp, offset);
@@ -162,15 +168,15 @@ ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* sr
   if (!have_data()) {
     if (int err = completion(nonblocking(flags), &DatagramSocket::have_data)) return err;
   }
-  std::lock_guard cq(cq_mutex_);
+  std::unique_lock cq(cq_mutex_);
   Received& m = rmsg_[rmsg_head_];
   const uint8_t* slot = m.qp->rbuf + m.offset;
   const auto* hdr = reinterpret_cast<const wire::DsHeader*>(slot);
   len = std::min<size_t>(len, m.length - hdr->length);
   if (len) std::memcpy(buf, slot + hdr->length, len);
-  if (src && src_len) {
-    Addr a{};
-    socklen_t size;
+  Addr a{};
+  socklen_t size;
+  {
     if (hdr->version == 4) {
       a.sin.sin_family = AF_INET;
       a.sin.sin_port = hdr->port;
@@ -183,13 +189,20 @@ ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* sr
       std::memcpy(&a.sin6.sin6_addr, hdr->addr.ipv6.addr, 16);
       size = sizeof(a.sin6);
     }
+  }
+  if (src && src_len) {
     std::memcpy(src, &a, std::min(*src_len, size));
     *src_len = size;
   }
   if (!(flags & MSG_PEEK)) {
+    Received taken = m;
+    ibv_grh grh;
+    std::memcpy(&grh, grh_of(m.qp->rbuf, rbuf_size_, m.offset), sizeof(grh));
     post_recv(m.qp, m.offset);
     if (++rmsg_head_ == rq_size_ + 1) rmsg_head_ = 0;
     ++rqe_avail_;
+    cq.unlock();
+    if (dests_without_ah_ > 0) learn_ah(a, taken.qp, taken.wc, grh);
   }
   return static_cast<ssize_t>(len);
 }

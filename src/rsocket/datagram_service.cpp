@@ -111,10 +111,11 @@ int DatagramSocket::create_qp(const Addr& src, Qp** out) {
   if ((err = core::bind_addr(q->id, &src.sa))) return fail(err);
   rdma_cm_id* id = q->id;
   if (!id->verbs || !id->pd) return fail(-ENODEV);  // no RDMA device has this address
-  q->rbuf = static_cast<uint8_t*>(forksafe_alloc(rbuf_size_ + sizeof(ibv_grh)));
+  size_t rbuf_len = rbuf_size_ + rq_size_ * sizeof(ibv_grh);
+  q->rbuf = static_cast<uint8_t*>(forksafe_alloc(rbuf_len));
   if (!q->rbuf) return fail(-ENOMEM);
   q->smr = ibv_reg_mr(id->pd, sbuf_, sbuf_size_, IBV_ACCESS_LOCAL_WRITE);
-  q->rmr = ibv_reg_mr(id->pd, q->rbuf, rbuf_size_ + sizeof(ibv_grh), IBV_ACCESS_LOCAL_WRITE);
+  q->rmr = ibv_reg_mr(id->pd, q->rbuf, rbuf_len, IBV_ACCESS_LOCAL_WRITE);
   if (!q->smr || !q->rmr) return fail(-errno);
   id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
   if (!id->recv_cq_channel) return fail(-errno);
@@ -262,9 +263,39 @@ void DatagramSocket::resolve_ah(Dest* dest, uint32_t qpn) {
   ibv_ah* ah = ok ? ibv_create_ah(local->pd, &attr) : nullptr;
   core::destroy_id(id);
   std::lock_guard lock(send_mutex_);
+  set_ah(dest, ah, qpn);  // none: sends keep going over UDP, each answer retries
+}
+
+void DatagramSocket::set_ah(Dest* dest, ibv_ah* ah, uint32_t qpn) {
   if (dest->ah) ibv_destroy_ah(dest->ah);
-  dest->ah = ah;  // none: sends keep going over UDP, each answer retries
+  if (!dest->ah != !ah) dests_without_ah_ += ah ? -1 : 1;
+  dest->ah = ah;
   dest->qpn = qpn;
+}
+
+// A message from a destination we have no AH for yet (our first message to
+// it went over UDP; the service has not heard back): an AH from the
+// message's own completion and GRH, as the peer is plainly reachable. Saves
+// sending more over UDP, which the peer's service forwards after messages
+// that came over UD: out of order.
+void DatagramSocket::learn_ah(const Addr& from, Qp* qp, const ibv_wc& wc, const ibv_grh& grh) {
+  Addr key;
+  std::memcpy(&key, &from, sizeof(key));
+  std::lock_guard send(send_mutex_);
+  Dest* dest = nullptr;
+  {
+    std::lock_guard map(map_mutex_);
+    auto it = dests_.find(key);
+    if (it == dests_.end()) return;
+    dest = it->second.get();
+  }
+  // Not from our own QP: the service's forwards name the peer as the source.
+  if (dest->ah || dest->qp != qp || wc.src_qp == qp->id->qp->qp_num) return;
+  ibv_ah_attr attr{};
+  if (ibv_init_ah_from_wc(qp->id->verbs, qp->id->port_num, const_cast<ibv_wc*>(&wc),
+                          const_cast<ibv_grh*>(&grh), &attr))
+    return;
+  if (ibv_ah* ah = ibv_create_ah(qp->id->pd, &attr)) set_ah(dest, ah, wc.src_qp);
 }
 
 void DatagramSocket::process_udp() {

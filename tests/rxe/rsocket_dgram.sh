@@ -1,7 +1,8 @@
 #!/bin/bash
 # Datagram rsockets on a real device (rxe0 in the Soft-RoCE VM): rdma-core's
 # udpong, server and client both on our library, in each mode given
-# (default: b = blocking, n = non-blocking, a = rpoll). A mode passes only if
+# (default: b = blocking, n = non-blocking, a = rpoll, e = echo: every
+# message back). A mode passes only if
 # the client completes its exchange, its bytes crossed rxe0 (sent_pkts rose
 # by at least the message count) and both processes bound their r* calls to
 # our library (LD_DEBUG=bindings).
@@ -21,7 +22,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ -n "$LIB" ] && [ -n "${RXE_IP:-}" ] || { echo "usage: RXE_IP=... $0 --lib PATH [MODE...]" >&2; exit 2; }
-[ ${#MODES[@]} -gt 0 ] || MODES=(b n a)
+[ ${#MODES[@]} -gt 0 ] || MODES=(b n a e)
 LIBDIR=$(cd "$(dirname "$LIB")" && pwd)
 OURS=$(readlink -f "$LIB")
 COUNTER=/sys/class/infiniband/${RXE_DEV:-rxe0}/ports/1/hw_counters/sent_pkts
