@@ -296,6 +296,11 @@ ssize_t DatagramSocket::send_to(const void* buf, size_t len, int flags, const so
   if (!buf && len) return -EFAULT;
   Addr key;
   if (int err = to_key(dst, dst_len, &key)) return err;
+  // Before making a QP for it: one slot holds the header and the payload
+  // (rdma-core copies past the slot).
+  size_t room = wire::kDsSlotSize - (key.sa.sa_family == AF_INET ? wire::kDsIpv4HeaderLength
+                                                                 : wire::kDsIpv6HeaderLength);
+  if (len > room) return -EMSGSIZE;
   if (int err = init_endpoint()) return err;
   std::lock_guard lock(send_mutex_);
   if (!conn_dest_ || std::memcmp(&key, &conn_dest_->addr, sizeof(key))) {
