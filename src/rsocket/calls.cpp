@@ -104,9 +104,10 @@ ssize_t send_message(Socket* s, const iovec* iov, int iovcnt, int flags) {
   return s->send(buf.data(), total, flags);
 }
 
-ssize_t recv_message(Socket* s, const iovec* iov, int iovcnt, int flags) {
+ssize_t recv_message(Socket* s, const iovec* iov, int iovcnt, int flags, sockaddr* src = nullptr,
+                     socklen_t* src_len = nullptr) {
   std::vector<uint8_t> buf(std::min(iov_total(iov, iovcnt), kMaxMessage));
-  ssize_t n = s->recv(buf.data(), buf.size(), flags);
+  ssize_t n = s->recv_from(buf.data(), buf.size(), flags, src, src_len);
   if (n <= 0) return n;
   size_t at = 0;
   for (int i = 0; i < iovcnt && at < static_cast<size_t>(n); ++i) {
@@ -142,6 +143,14 @@ ssize_t recvv(int fd, const iovec* iov, int iovcnt, int flags) {
 ssize_t recvmsg(int fd, msghdr* msg, int flags) {
   if (!msg) return -EFAULT;
   if (msg->msg_control && msg->msg_controllen) return -ENOTSUP;
+  Socket* s = find_socket(fd);
+  if (s && s->message_oriented() && msg->msg_name) {
+    // A datagram's source, as recvmsg(2) gives it (rdma-core leaves it unset).
+    int iovcnt = static_cast<int>(msg->msg_iovlen);
+    if (!iov_valid(msg->msg_iov, iovcnt)) return -EINVAL;
+    return recv_message(s, msg->msg_iov, iovcnt, flags, static_cast<sockaddr*>(msg->msg_name),
+                        &msg->msg_namelen);
+  }
   return recvv(fd, msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
 }
 

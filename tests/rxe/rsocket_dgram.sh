@@ -2,7 +2,7 @@
 # Datagram rsockets on a real device (rxe0 in the Soft-RoCE VM): rdma-core's
 # udpong, server and client both on our library, in each mode given
 # (default: b = blocking, n = non-blocking, a = rpoll, e = echo: every
-# message back). A mode passes only if
+# message back; a mode ending in 6, e.g. n6, runs over IPv6, RXE_IP6). A mode passes only if
 # the client completes its exchange, its bytes crossed rxe0 (sent_pkts rose
 # by at least the message count) and both processes bound their r* calls to
 # our library (LD_DEBUG=bindings).
@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ -n "$LIB" ] && [ -n "${RXE_IP:-}" ] || { echo "usage: RXE_IP=... $0 --lib PATH [MODE...]" >&2; exit 2; }
-[ ${#MODES[@]} -gt 0 ] || MODES=(b n a e)
+[ ${#MODES[@]} -gt 0 ] || MODES=(b n a e n6)
 LIBDIR=$(cd "$(dirname "$LIB")" && pwd)
 OURS=$(readlink -f "$LIB")
 COUNTER=/sys/class/infiniband/${RXE_DEV:-rxe0}/ports/1/hw_counters/sent_pkts
@@ -44,16 +44,18 @@ bound_to_ours() { # $1: LD_DEBUG_OUTPUT prefix
 
 for mode in "${MODES[@]}"; do
 	port=$((port + 1))
+	ip=$RXE_IP
+	case $mode in *6) ip=${RXE_IP6:?}; mode=${mode%6} ;; esac
 	rm -f "$TMP"/*
 	env LD_LIBRARY_PATH="$LIBDIR" LD_DEBUG=bindings LD_DEBUG_OUTPUT="$TMP/srv" \
-		timeout -k 2 60 udpong -b "$RXE_IP" -p $port -T "$mode" >"$TMP/srv.out" 2>&1 &
+		timeout -k 2 60 udpong -b "$ip" -p $port -T "$mode" >"$TMP/srv.out" 2>&1 &
 	srv=$!
 	sleep 0.5
 	mapped=no # udpong itself, timeout's child
 	for pid in $(pgrep -P "$srv"); do grep -q " $OURS\$" "/proc/$pid/maps" 2>/dev/null && mapped=yes; done
 	before=$(cat "$COUNTER")
 	env LD_LIBRARY_PATH="$LIBDIR" LD_DEBUG=bindings LD_DEBUG_OUTPUT="$TMP/cli" \
-		timeout -k 2 60 udpong -s "$RXE_IP" -p $port -T "$mode" -C $COUNT -S $SIZE >"$TMP/cli.out" 2>&1
+		timeout -k 2 60 udpong -s "$ip" -p $port -T "$mode" -C $COUNT -S $SIZE >"$TMP/cli.out" 2>&1
 	rc=$?
 	after=$(cat "$COUNTER")
 	kill "$srv" 2>/dev/null
@@ -68,11 +70,11 @@ for mode in "${MODES[@]}"; do
 	[ -z "$why" ] && { b=$(bound_to_ours "$TMP/cli") || why="client: $b"; }
 	if [ -z "$why" ]; then
 		pass=$((pass + 1))
-		echo "PASS -T $mode: sent_pkts +$sent, server maps $OURS"
+		echo "PASS -T $mode $ip: sent_pkts +$sent, server maps $OURS"
 		sed 's/^/    /' "$TMP/cli.out"
 	else
 		fail=$((fail + 1))
-		echo "FAIL -T $mode: $why"
+		echo "FAIL -T $mode $ip: $why"
 		echo "  client:"; tail -5 "$TMP/cli.out" | sed 's/^/    /'
 		echo "  server:"; tail -5 "$TMP/srv.out" | sed 's/^/    /'
 	fi
