@@ -129,6 +129,8 @@ DatagramSocket::~DatagramSocket() {
 // buffers are whole numbers of slots and the queues no longer than that.
 int DatagramSocket::init_endpoint() {
   if (endpoint_) return 0;
+  std::lock_guard lock(init_mutex_);
+  if (endpoint_) return 0;
   uint32_t max = std::min<uint32_t>(core::max_qp_wr(nullptr), kQpMaxSize);
   if (max && sq_size_ > max) sq_size_ = static_cast<uint16_t>(max);
   if (max && rq_size_ > max) rq_size_ = static_cast<uint16_t>(max);
@@ -141,8 +143,10 @@ int DatagramSocket::init_endpoint() {
   else
     sbuf_size_ = sq_size_ * wire::kDsSlotSize;
   if (!sq_size_ || !rq_size_) return -EINVAL;
+  std::free(sbuf_);  // a failed earlier attempt's
   sbuf_ = static_cast<uint8_t*>(std::calloc(sq_size_, wire::kDsSlotSize));
   if (!sbuf_) return -ENOMEM;
+  free_slots_.clear();
   free_slots_.reserve(sq_size_);
   for (uint32_t i = sq_size_; i-- > 0;) free_slots_.push_back(i * wire::kDsSlotSize);
   rmsg_.resize(rq_size_ + 1u);
@@ -319,8 +323,9 @@ int DatagramSocket::shutdown(int how) {
 
 // As rdma-core's ds_shutdown: stop the service, then wait for our sends.
 void DatagramSocket::close() {
-  if (in_service_) {
-    unwatch_udp(this);
+  {
+    std::lock_guard lock(init_mutex_);
+    if (in_service_) unwatch_udp(this);
     in_service_ = false;
   }
   readable_ = writable_ = false;

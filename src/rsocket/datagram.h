@@ -128,9 +128,10 @@ class DatagramSocket final : public Socket {
   bool nonblocking(int flags) const { return (fd_flags_ & O_NONBLOCK) || (flags & MSG_DONTWAIT); }
 
   int epfd_ = -1;
-  bool endpoint_ = false;    // init_endpoint done
-  bool in_service_ = false;  // registered with the UDP service
-  bool readable_ = false, writable_ = false;
+  std::mutex init_mutex_;              // init_endpoint: first bind, connect or sendto
+  std::atomic<bool> endpoint_{false};  // init_endpoint done
+  bool in_service_ = false;            // registered with the UDP service (init_mutex_)
+  std::atomic<bool> readable_{false}, writable_{false};
 
   uint32_t sbuf_size_, rbuf_size_;
   uint16_t sq_size_, rq_size_, sq_inline_;

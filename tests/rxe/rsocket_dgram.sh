@@ -51,13 +51,15 @@ for mode in "${MODES[@]}"; do
 		timeout -k 2 60 udpong -b "$ip" -p $port -T "$mode" >"$TMP/srv.out" 2>&1 &
 	srv=$!
 	sleep 0.5
-	mapped=no # udpong itself, timeout's child
-	for pid in $(pgrep -P "$srv"); do grep -q " $OURS\$" "/proc/$pid/maps" 2>/dev/null && mapped=yes; done
 	before=$(cat "$COUNTER")
 	env LD_LIBRARY_PATH="$LIBDIR" LD_DEBUG=bindings LD_DEBUG_OUTPUT="$TMP/cli" \
 		timeout -k 2 60 udpong -s "$ip" -p $port -T "$mode" -C $COUNT -S $SIZE >"$TMP/cli.out" 2>&1
 	rc=$?
 	after=$(cat "$COUNTER")
+	# The server still runs (blocked in a receive): udpong itself, timeout's
+	# child, maps our library.
+	mapped=no
+	for pid in $(pgrep -P "$srv"); do grep -q " $OURS\$" "/proc/$pid/maps" 2>/dev/null && mapped=yes; done
 	kill "$srv" 2>/dev/null
 	wait "$srv" 2>/dev/null
 	sent=$((after - before))
