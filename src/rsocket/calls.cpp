@@ -5,9 +5,14 @@
 #include <netinet/in.h>
 #include <infiniband/ib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 
+#include <cstring>
+#include <vector>
+
+#include "rsocket/datagram.h"
 #include "rsocket/socket.h"
 #include "rsocket/stream.h"
 #include "rsocket/table.h"
@@ -25,8 +30,11 @@ int socket(int domain, int type, int protocol) {
       (type == SOCK_STREAM && protocol && protocol != IPPROTO_TCP) ||
       (type == SOCK_DGRAM && protocol && protocol != IPPROTO_UDP))
     return -ENOTSUP;
-  if (type == SOCK_DGRAM) return -ENOSYS;  // datagram rsockets: not yet
   int err = 0;
+  if (type == SOCK_DGRAM) {
+    DatagramSocket* d = DatagramSocket::create(domain, &err);
+    return d ? d->fd() : err;
+  }
   StreamSocket* s = StreamSocket::create(domain, &err);
   return s ? s->fd() : err;
 }
@@ -74,12 +82,52 @@ int close(int fd) {
 }
 
 ssize_t recvfrom(int fd, void* buf, size_t len, int flags, sockaddr* src, socklen_t* src_len) {
-  Socket* s = find_socket(fd);
-  if (!s) return -EBADF;
-  ssize_t n = s->recv(buf, len, flags);
-  if (n > 0 && src && src_len) s->peer_name(src, src_len);
+  WITH_SOCKET(fd, s->recv_from(buf, len, flags, src, src_len));
+}
+
+// A datagram socket's vector is one message: gathered into (or scattered
+// from) one buffer of a datagram's largest size.
+namespace {
+
+constexpr size_t kMaxMessage = 65536;
+
+size_t iov_total(const iovec* iov, int iovcnt) {
+  size_t total = 0;
+  for (int i = 0; i < iovcnt; ++i) total += iov[i].iov_len;
+  return total;
+}
+
+ssize_t send_message(Socket* s, const iovec* iov, int iovcnt, int flags) {
+  size_t total = iov_total(iov, iovcnt);
+  if (total > kMaxMessage) return -EMSGSIZE;
+  std::vector<uint8_t> buf(total);
+  size_t at = 0;
+  for (int i = 0; i < iovcnt; ++i) {
+    if (!iov[i].iov_len) continue;
+    if (!iov[i].iov_base) return -EFAULT;
+    std::memcpy(buf.data() + at, iov[i].iov_base, iov[i].iov_len);
+    at += iov[i].iov_len;
+  }
+  return s->send(buf.data(), total, flags);
+}
+
+ssize_t recv_message(Socket* s, const iovec* iov, int iovcnt, int flags, sockaddr* src = nullptr,
+                     socklen_t* src_len = nullptr) {
+  std::vector<uint8_t> buf(std::min(iov_total(iov, iovcnt), kMaxMessage));
+  ssize_t n = s->recv_from(buf.data(), buf.size(), flags, src, src_len);
+  if (n <= 0) return n;
+  size_t at = 0;
+  for (int i = 0; i < iovcnt && at < static_cast<size_t>(n); ++i) {
+    size_t chunk = std::min(iov[i].iov_len, static_cast<size_t>(n) - at);
+    if (!chunk) continue;
+    if (!iov[i].iov_base) return -EFAULT;
+    std::memcpy(iov[i].iov_base, buf.data() + at, chunk);
+    at += chunk;
+  }
   return n;
 }
+
+}  // namespace
 
 // Fills the vectors in turn; after the first, only with what is already
 // there (rdma-core fills only the first).
@@ -87,6 +135,7 @@ ssize_t recvv(int fd, const iovec* iov, int iovcnt, int flags) {
   Socket* s = find_socket(fd);
   if (!s) return -EBADF;
   if (!iov_valid(iov, iovcnt)) return -EINVAL;
+  if (s->message_oriented()) return recv_message(s, iov, iovcnt, flags);
   ssize_t total = 0;
   for (int i = 0; i < iovcnt; ++i) {
     if (!iov[i].iov_len) continue;
@@ -101,18 +150,27 @@ ssize_t recvv(int fd, const iovec* iov, int iovcnt, int flags) {
 ssize_t recvmsg(int fd, msghdr* msg, int flags) {
   if (!msg) return -EFAULT;
   if (msg->msg_control && msg->msg_controllen) return -ENOTSUP;
+  Socket* s = find_socket(fd);
+  if (s && s->message_oriented() && msg->msg_name) {
+    // A datagram's source, as recvmsg(2) gives it (rdma-core leaves it unset).
+    int iovcnt = static_cast<int>(msg->msg_iovlen);
+    if (!iov_valid(msg->msg_iov, iovcnt)) return -EINVAL;
+    return recv_message(s, msg->msg_iov, iovcnt, flags, static_cast<sockaddr*>(msg->msg_name),
+                        &msg->msg_namelen);
+  }
   return recvv(fd, msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
 }
 
-ssize_t sendto(int fd, const void* buf, size_t len, int flags, const sockaddr*, socklen_t) {
-  // A connected stream ignores the address, as TCP does.
-  return send(fd, buf, len, flags);
+ssize_t sendto(int fd, const void* buf, size_t len, int flags, const sockaddr* dst,
+               socklen_t dst_len) {
+  WITH_SOCKET(fd, s->send_to(buf, len, flags, dst, dst_len));
 }
 
 ssize_t sendv(int fd, const iovec* iov, int iovcnt, int flags) {
   Socket* s = find_socket(fd);
   if (!s) return -EBADF;
   if (!iov_valid(iov, iovcnt)) return -EINVAL;
+  if (s->message_oriented()) return send_message(s, iov, iovcnt, flags);
   ssize_t total = 0;
   for (int i = 0; i < iovcnt; ++i) {
     if (!iov[i].iov_len) continue;

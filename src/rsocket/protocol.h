@@ -134,4 +134,58 @@ constexpr uint32_t kSendLowWater = 2048;   // bytes of send buffer that make a s
 constexpr uint32_t kFirstTransfer = 2048;  // a send's first chunk; doubles up to kMaxTransfer
 constexpr uint32_t kMaxTransfer = 65536;
 
+// Datagram sockets (UD QPs, datagram.cpp):
+// - Every UD message starts with a DsHeader naming the sender's address (the
+//   address its QP is bound to), which rrecvfrom hands out as the source.
+// - A destination whose QP number is not known yet is sent to over the UDP
+//   socket the rsocket owns, with a DsUdpHeader (op data: the payload follows)
+//   naming the sender's QPN; the receiving side's service thread answers with
+//   a DsUdpHeader of op ctrl (its own QPN), resolves an address handle to the
+//   sender, and forwards the payload to its own QP. From then on both sides
+//   send over UD.
+// - Multi-byte fields are big-endian (addresses and ports as in sockaddr).
+constexpr uint32_t kDsUdpTag = 0x55555555;  // DsUdpHeader::tag, big-endian on the wire
+constexpr uint32_t kUdpQkey = 0x01234567;   // RDMA_UDP_QKEY: the qkey of every rsocket UD QP
+
+struct DsHeader {
+  uint8_t version;  // 4 or 6
+  uint8_t length;   // kDsIpv4HeaderLength or kDsIpv6HeaderLength: where the payload starts
+  uint16_t port;    // big-endian
+  union {
+    uint32_t ipv4;  // big-endian
+    struct {
+      uint32_t flowinfo;
+      uint8_t addr[16];
+    } ipv6;
+  } addr;
+};
+constexpr uint8_t kDsIpv4HeaderLength = 8;
+constexpr uint8_t kDsIpv6HeaderLength = 24;
+static_assert(sizeof(DsHeader) == kDsIpv6HeaderLength && offsetof(DsHeader, length) == 1 &&
+              offsetof(DsHeader, port) == 2 && offsetof(DsHeader, addr) == 4 &&
+              offsetof(DsHeader, addr.ipv6.addr) == 8);
+
+struct DsUdpHeader {
+  uint32_t tag;  // kDsUdpTag, big-endian
+  uint8_t version;  // 4 or 6: the family of addr (and of the UDP datagram)
+  uint8_t op;       // Op::data (payload follows) or Op::ctrl (the answer, no payload)
+  uint8_t length;   // kDsUdpIpv4HeaderLength or kDsUdpIpv6HeaderLength
+  uint8_t reserved;
+  uint32_t qpn;  // big-endian; the sender's QP number in the low 24 bits
+  union {
+    uint32_t ipv4;
+    uint8_t ipv6[16];
+  } addr;  // the sender's QP's address
+};
+constexpr uint8_t kDsUdpIpv4HeaderLength = 16;
+constexpr uint8_t kDsUdpIpv6HeaderLength = 28;
+static_assert(sizeof(DsUdpHeader) == kDsUdpIpv6HeaderLength && offsetof(DsUdpHeader, version) == 4 &&
+              offsetof(DsUdpHeader, op) == 5 && offsetof(DsUdpHeader, length) == 6 &&
+              offsetof(DsUdpHeader, qpn) == 8 && offsetof(DsUdpHeader, addr) == 12);
+
+// A datagram's room: each send and receive slot is kSendLowWater bytes, the
+// DsHeader included (a UD receive also takes the 40-byte GRH, in a slot of
+// its own).
+constexpr uint32_t kDsSlotSize = kSendLowWater;
+
 }  // namespace rdmacm::rsocket::wire

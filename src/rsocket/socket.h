@@ -1,5 +1,6 @@
 // An rsocket: what every r* call finds behind its fd. One interface, with
-// the stream (RC) implementation in stream*.cpp; calls a socket type does not
+// the stream (RC) implementation in stream*.cpp and the datagram (UD) one in
+// datagram*.cpp; calls a socket type does not
 // support answer as rdma-core's do.
 //
 // Every call returns >= 0 or -errno (never throws across the C boundary:
@@ -34,6 +35,19 @@ class Socket {
   virtual int connect(const sockaddr* addr, socklen_t len) = 0;
   virtual ssize_t recv(void* buf, size_t len, int flags) = 0;
   virtual ssize_t send(const void* buf, size_t len, int flags) = 0;
+  // With an address: a datagram socket's destination and source. A stream
+  // ignores dst, as TCP does, and names its peer as the source.
+  virtual ssize_t send_to(const void* buf, size_t len, int flags, const sockaddr*, socklen_t) {
+    return send(buf, len, flags);
+  }
+  virtual ssize_t recv_from(void* buf, size_t len, int flags, sockaddr* src, socklen_t* src_len) {
+    ssize_t n = recv(buf, len, flags);
+    if (n > 0 && src && src_len) peer_name(src, src_len);
+    return n;
+  }
+  // A datagram socket sends and receives whole messages: a vector of
+  // buffers is one message, not one per buffer.
+  virtual bool message_oriented() const { return false; }
   virtual int shutdown(int how) = 0;
   // Tears the connection down; the caller then deletes the socket.
   virtual void close() = 0;

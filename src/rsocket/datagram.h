@@ -1,0 +1,163 @@
+// Datagram rsockets (SOCK_DGRAM) over UD QPs, as rdma-core's: the fd is a
+// UDP socket's, which also carries the first message to each destination
+// (wire format and exchange: protocol.h). One UD QP per local address the
+// socket sends from, each with its own CQ; one destination entry (address
+// handle and QPN) per peer address.
+//
+// Unlike rdma-core's, address handles carry a GRH on RoCE ports (RoCE has
+// no LIDs: an AH without one cannot reach anything, not even ourselves).
+//
+// Locks, in the order they may be taken: send_mutex_ (one sender; the
+// destinations' AH and QPN, conn_dest_) before map_mutex_ (the destination
+// map and the QP list) before cq_mutex_ (polling the CQs and the state they
+// update: send slots, received messages, arming). cq_wait_mutex_ serialises
+// sleeping on the epoll fd and is never held with cq_mutex_. recv_mutex_
+// (one receiver) is taken before cq_mutex_, never with send_mutex_.
+#pragma once
+
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <netinet/in.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "rsocket/protocol.h"
+#include "rsocket/socket.h"
+
+namespace rdmacm::rsocket {
+
+class DatagramSocket final : public Socket {
+ public:
+  // A new socket (rsocket()); -errno in *err on failure.
+  static DatagramSocket* create(int domain, int* err);
+  ~DatagramSocket() override;
+
+  int bind(const sockaddr* addr, socklen_t len) override;
+  int listen(int) override { return -EOPNOTSUPP; }
+  int accept(sockaddr*, socklen_t*) override { return -EOPNOTSUPP; }
+  int connect(const sockaddr* addr, socklen_t len) override;
+  ssize_t recv(void* buf, size_t len, int flags) override {
+    return recv_from(buf, len, flags, nullptr, nullptr);
+  }
+  ssize_t send(const void* buf, size_t len, int flags) override;
+  ssize_t send_to(const void* buf, size_t len, int flags, const sockaddr* dst,
+                  socklen_t dst_len) override;
+  ssize_t recv_from(void* buf, size_t len, int flags, sockaddr* src, socklen_t* src_len) override;
+  bool message_oriented() const override { return true; }
+  int shutdown(int how) override;
+  void close() override;
+  int peer_name(sockaddr* addr, socklen_t* len) override;
+  int sock_name(sockaddr* addr, socklen_t* len) override;
+  int set_option(int level, int name, const void* value, socklen_t len) override;
+  int get_option(int level, int name, void* value, socklen_t* len) override;
+  int set_flags(int flags) override;
+  short poll_state(short events) override;
+  int wait_fd() override;
+  void consume_wakeup() override;
+
+  // For the UDP service (datagram_service.cpp): one datagram is waiting on
+  // the UDP socket (the fd).
+  void process_udp();
+
+  // An address as a map key: family, port, address (and v6 scope), the rest
+  // zero, so that padding an application left unset does not matter.
+  union Addr {
+    sockaddr sa;
+    sockaddr_in sin;
+    sockaddr_in6 sin6;
+  };
+
+ private:
+  struct Qp;
+  struct Dest {
+    Addr addr{};
+    Qp* qp = nullptr;
+    ibv_ah* ah = nullptr;  // none yet: send over UDP (the peer's service answers)
+    uint32_t qpn = 0;
+  };
+  struct Qp {
+    rdma_cm_id* id = nullptr;
+    wire::DsHeader hdr{};  // what our messages from this QP start with
+    Dest* self = nullptr;  // this QP itself (in dests_): the service forwards first messages here
+    ibv_mr* smr = nullptr;
+    ibv_mr* rmr = nullptr;
+    uint8_t* rbuf = nullptr;  // rq_size_ slots, then one GRH per slot
+    bool cq_armed = false;
+  };
+  struct Received {
+    Qp* qp;
+    uint32_t offset;  // of the slot in qp->rbuf
+    uint32_t length;  // DsHeader and payload
+    ibv_wc wc;        // with the slot's GRH: an AH back to the sender
+  };
+  struct AddrLess {
+    bool operator()(const Addr& a, const Addr& b) const;
+  };
+
+  DatagramSocket() = default;
+
+  // datagram.cpp: endpoints and destinations.
+  int init_endpoint();  // first bind/connect/sendto: sizes, send slots, the UDP service
+  int get_dest(const sockaddr* addr, socklen_t len, Dest** out);
+  int get_qp(const Addr& src, Qp** out);
+  int create_qp(const Addr& src, Qp** out);
+  int source_for(const sockaddr* dst, socklen_t dst_len, Addr* src);
+  void free_qp(Qp* qp);
+  void resolve_ah(Dest* dest, uint32_t qpn);  // the service: an AH to the peer's QP
+  void learn_ah(const Addr& from, Qp* qp, const ibv_wc& wc, const ibv_grh& grh);
+  void set_ah(Dest* dest, ibv_ah* ah, uint32_t qpn);  // under send_mutex_
+  ssize_t send_udp(Dest* dest, const void* buf, size_t len, int flags, wire::Op op);
+  ssize_t send_ud(Dest* dest, const wire::DsHeader& hdr, const void* buf, size_t len, int flags);
+
+  // datagram_io.cpp: completions.
+  int post_recv(Qp* qp, uint32_t offset);
+  void poll_cqs();
+  void arm_cqs();
+  int wait_cq_event(int timeout_ms);
+  using Test = bool (DatagramSocket::*)() const;
+  int process_cqs(bool nonblock, Test test);
+  int completion(bool nonblock, Test test);
+  bool can_send() const { return sqe_avail_ > 0; }
+  bool all_sends_done() const { return sqe_avail_ == sq_size_; }
+  bool have_data() const { return rmsg_head_ != rmsg_tail_; }
+  bool any() const { return true; }
+  bool nonblocking(int flags) const { return (fd_flags_ & O_NONBLOCK) || (flags & MSG_DONTWAIT); }
+
+  int epfd_ = -1;
+  std::mutex init_mutex_;              // init_endpoint: first bind, connect or sendto
+  std::atomic<bool> endpoint_{false};  // init_endpoint done
+  bool in_service_ = false;            // registered with the UDP service (init_mutex_)
+  std::atomic<bool> readable_{false}, writable_{false};
+
+  uint32_t sbuf_size_, rbuf_size_;
+  uint16_t sq_size_, rq_size_, sq_inline_;
+
+  uint8_t* sbuf_ = nullptr;  // sq_size_ send slots of wire::kDsSlotSize
+  std::vector<uint32_t> free_slots_;
+  int sqe_avail_ = 0;
+  int rqe_avail_ = 0;
+
+  std::vector<std::unique_ptr<Qp>> qps_;
+  size_t next_qp_ = 0;  // where polling resumes, for fairness
+  std::map<Addr, std::unique_ptr<Dest>, AddrLess> dests_;
+  std::atomic<int> dests_without_ah_{0};  // a received message may give them one
+  Dest* conn_dest_ = nullptr;
+
+  std::vector<Received> rmsg_;  // rq_size_ + 1 slots
+  int rmsg_head_ = 0, rmsg_tail_ = 0;
+  bool cq_armed_ = false;
+
+  std::mutex send_mutex_, recv_mutex_, map_mutex_, cq_mutex_, cq_wait_mutex_;
+};
+
+// The UDP service (datagram_service.cpp): a thread that reads the UDP
+// sockets of datagram rsockets. Once unwatch returns, the thread no longer
+// touches the socket.
+int watch_udp(DatagramSocket* s);
+void unwatch_udp(DatagramSocket* s);
+
+}  // namespace rdmacm::rsocket

@@ -1,0 +1,238 @@
+// Datagram rsockets' completions and receive path: every QP has a CQ of its
+// own on a comp channel of its own; the channels sit in one epoll fd, which
+// is what blocking calls and rpoll sleep on. The channels are non-blocking
+// (only epoll is ever slept on), so a thread that lost an event to another
+// never hangs in ibv_get_cq_event.
+#include <sys/epoll.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "rsocket/config.h"
+#include "rsocket/datagram.h"
+
+namespace rdmacm::rsocket {
+namespace {
+
+constexpr uint64_t kRecvFlag = 1ull << 63;
+
+uint64_t now_us() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000 + static_cast<uint64_t>(t.tv_nsec) / 1000;
+}
+
+// rdma-core's ds_valid_recv: room for the GRH and a well-formed header.
+bool valid(const uint8_t* slot, uint32_t byte_len) {
+  const auto* hdr = reinterpret_cast<const wire::DsHeader*>(slot);
+  return byte_len >= sizeof(ibv_grh) + wire::kDsIpv4HeaderLength &&
+         ((hdr->version == 4 && hdr->length == wire::kDsIpv4HeaderLength) ||
+          (hdr->version == 6 && hdr->length == wire::kDsIpv6HeaderLength)) &&
+         byte_len - sizeof(ibv_grh) >= hdr->length;
+}
+
+// Each slot's GRH goes past the data slots (rdma-core shares one among all
+// receives; ours is kept until the message is taken, for learn_ah).
+uint8_t* grh_of(uint8_t* rbuf, uint32_t rbuf_size, uint32_t offset) {
+  return rbuf + rbuf_size + offset / wire::kDsSlotSize * sizeof(ibv_grh);
+}
+
+}  // namespace
+
+int DatagramSocket::post_recv(Qp* qp, uint32_t offset) {
+  ibv_sge sge[2] = {
+      {reinterpret_cast<uintptr_t>(grh_of(qp->rbuf, rbuf_size_, offset)), sizeof(ibv_grh),
+       qp->rmr->lkey},
+      {reinterpret_cast<uintptr_t>(qp->rbuf + offset), wire::kDsSlotSize, qp->rmr->lkey},
+  };
+  ibv_recv_wr wr{}, *bad;
+  wr.wr_id = kRecvFlag | offset;
+  wr.sg_list = sge;
+  wr.num_sge = 2;
+  int err = ibv_post_recv(qp->id->qp, &wr, &bad);
+  return err > 0 ? -err : err;
+}
+
+// Under cq_mutex_. Round robin over the QPs, resuming where the last call
+// stopped; a message we have no room to queue is dropped (its receive
+// reposted), as a full UDP socket drops.
+void DatagramSocket::poll_cqs() {
+  if (qps_.empty()) return;
+  size_t n = qps_.size();
+  size_t i = next_qp_ % n;
+  int taken;
+  do {
+    taken = 0;
+    for (size_t k = 0; k < n; ++k, i = (i + 1) % n) {
+      Qp* qp = qps_[i].get();
+      ibv_wc wc;
+      if (ibv_poll_cq(qp->id->recv_cq, 1, &wc) <= 0) continue;
+      ++taken;
+      uint32_t offset = static_cast<uint32_t>(wc.wr_id);
+      if (wc.wr_id & kRecvFlag) {
+        if (rqe_avail_ && wc.status == IBV_WC_SUCCESS && valid(qp->rbuf + offset, wc.byte_len)) {
+          --rqe_avail_;
+          rmsg_[rmsg_tail_] = {qp, offset, static_cast<uint32_t>(wc.byte_len - sizeof(ibv_grh)), wc};
+          if (++rmsg_tail_ == rq_size_ + 1) rmsg_tail_ = 0;
+        } else {
+          post_recv(qp, offset);
+        }
+      } else {
+        free_slots_.push_back(offset);
+        ++sqe_avail_;
+      }
+      if (!rqe_avail_ && sqe_avail_) {
+        next_qp_ = (i + 1) % n;
+        return;
+      }
+    }
+  } while (taken);
+  next_qp_ = i;
+}
+
+void DatagramSocket::arm_cqs() {
+  for (auto& qp : qps_) {
+    if (qp->cq_armed) continue;
+    ibv_req_notify_cq(qp->id->recv_cq, 0);
+    qp->cq_armed = true;
+  }
+}
+
+// Under cq_wait_mutex_ (not cq_mutex_): sleeps until a CQ has an event
+// (timeout_ms -1: no limit) and takes what every fired channel holds.
+int DatagramSocket::wait_cq_event(int timeout_ms) {
+  if (!cq_armed_) return 0;
+  epoll_event events[8];
+  int n = epoll_wait(epfd_, events, 8, timeout_ms);
+  if (n < 0) return errno == EINTR ? 0 : -errno;
+  for (int i = 0; i < n; ++i) {
+    auto* qp = static_cast<Qp*>(events[i].data.ptr);
+    ibv_cq* cq;
+    void* context;
+    if (ibv_get_cq_event(qp->id->recv_cq_channel, &cq, &context)) continue;  // taken meanwhile
+    ibv_ack_cq_events(cq, 1);
+    std::lock_guard lock(cq_mutex_);
+    qp->cq_armed = false;
+    cq_armed_ = false;
+  }
+  return 0;
+}
+
+// Processes completions until test() holds; sleeps between rounds unless
+// nonblock (then -EWOULDBLOCK).
+int DatagramSocket::process_cqs(bool nonblock, Test test) {
+  std::unique_lock lock(cq_mutex_);
+  int ret = 0;
+  do {
+    poll_cqs();
+    if ((this->*test)()) {
+      ret = 0;
+      break;
+    }
+    if (nonblock) {
+      ret = -EWOULDBLOCK;
+    } else if (!cq_armed_) {
+      arm_cqs();
+      cq_armed_ = true;
+    } else {
+      std::lock_guard wait(cq_wait_mutex_);
+      lock.unlock();
+      ret = wait_cq_event(-1);
+      lock.lock();
+    }
+  } while (!ret);
+  return ret;
+}
+
+int DatagramSocket::completion(bool nonblock, Test test) {
+  uint64_t start = 0;
+  for (;;) {
+    int ret = process_cqs(true, test);
+    if (!ret || nonblock || ret != -EWOULDBLOCK) return ret;
+    if (!start) start = now_us();
+    if (now_us() - start > config().polling_time) break;
+  }
+  return process_cqs(false, test);
+}
+
+// As rdma-core's ds_recvfrom: one message per call, the rest of a message
+// longer than len is dropped (as UDP's).
+ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* src,
+                                  socklen_t* src_len) {
+  if (!buf && len) return -EFAULT;
+  if (src_len && !src) return -EFAULT;  // rdma-core writes through it
+  if (!readable_) return -EINVAL;       // never bound, connected or sent from
+  std::lock_guard lock(recv_mutex_);
+  if (!have_data()) {
+    if (int err = completion(nonblocking(flags), &DatagramSocket::have_data)) return err;
+  }
+  std::unique_lock cq(cq_mutex_);
+  Received& m = rmsg_[rmsg_head_];
+  const uint8_t* slot = m.qp->rbuf + m.offset;
+  const auto* hdr = reinterpret_cast<const wire::DsHeader*>(slot);
+  len = std::min<size_t>(len, m.length - hdr->length);
+  if (len) std::memcpy(buf, slot + hdr->length, len);
+  Addr a{};
+  socklen_t size;
+  {
+    if (hdr->version == 4) {
+      a.sin.sin_family = AF_INET;
+      a.sin.sin_port = hdr->port;
+      a.sin.sin_addr.s_addr = hdr->addr.ipv4;
+      size = sizeof(a.sin);
+    } else {
+      a.sin6.sin6_family = AF_INET6;
+      a.sin6.sin6_port = hdr->port;
+      a.sin6.sin6_flowinfo = hdr->addr.ipv6.flowinfo;
+      std::memcpy(&a.sin6.sin6_addr, hdr->addr.ipv6.addr, 16);
+      size = sizeof(a.sin6);
+    }
+  }
+  if (src && src_len) {
+    std::memcpy(src, &a, std::min(*src_len, size));
+    *src_len = size;
+  }
+  if (!(flags & MSG_PEEK)) {
+    Received taken = m;
+    ibv_grh grh;
+    std::memcpy(&grh, grh_of(m.qp->rbuf, rbuf_size_, m.offset), sizeof(grh));
+    post_recv(m.qp, m.offset);
+    if (++rmsg_head_ == rq_size_ + 1) rmsg_head_ = 0;
+    ++rqe_avail_;
+    cq.unlock();
+    if (dests_without_ah_ > 0) learn_ah(a, taken.qp, taken.wc, grh);
+  }
+  return static_cast<ssize_t>(len);
+}
+
+short DatagramSocket::poll_state(short events) {
+  if (!endpoint_) {
+    // Nothing to receive yet; a send would make the endpoint (as UDP's
+    // socket is writable before its first send).
+    return static_cast<short>(events & POLLOUT);
+  }
+  process_cqs(true, &DatagramSocket::any);
+  std::lock_guard lock(cq_mutex_);
+  short revents = 0;
+  if ((events & POLLIN) && have_data()) revents |= POLLIN;
+  if ((events & POLLOUT) && can_send()) revents |= POLLOUT;
+  return revents;
+}
+
+int DatagramSocket::wait_fd() {
+  std::lock_guard lock(cq_mutex_);
+  if (!cq_armed_) {
+    arm_cqs();
+    cq_armed_ = true;
+  }
+  return epfd_;
+}
+
+void DatagramSocket::consume_wakeup() {
+  std::lock_guard wait(cq_wait_mutex_);
+  wait_cq_event(0);
+}
+
+}  // namespace rdmacm::rsocket

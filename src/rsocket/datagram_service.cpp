@@ -1,0 +1,422 @@
+// Datagram rsockets' QPs and address handles, and the UDP service: the
+// thread that reads every datagram rsocket's UDP socket, where a peer that
+// does not know our QPN yet sends (protocol.h). It answers with our QPN,
+// makes an address handle to the peer's QP, and forwards the payload to our
+// own QP, so that the application receives every message the same way.
+//
+// Address handles: on IB ports as rdma-core's (a LID from the path); on RoCE
+// ports always with a GRH (dgid from the path or the address, the sgid_index
+// of our address's GID, RoCE v2 preferred), which rdma-core's lack.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "core/cm.h"
+#include "rsocket/datagram.h"
+
+namespace rdmacm::rsocket {
+namespace {
+
+constexpr int kResolveTimeoutMs = 2000;
+
+void* forksafe_alloc(size_t len) {
+  long page = sysconf(_SC_PAGESIZE);
+  len = (len + page - 1) / page * page;
+  void* p = nullptr;
+  if (posix_memalign(&p, static_cast<size_t>(page), len)) return nullptr;
+  std::memset(p, 0, len);
+  return p;
+}
+
+void format_header(wire::DsHeader* hdr, const DatagramSocket::Addr& a) {
+  *hdr = {};
+  if (a.sa.sa_family == AF_INET) {
+    hdr->version = 4;
+    hdr->length = wire::kDsIpv4HeaderLength;
+    hdr->port = a.sin.sin_port;
+    hdr->addr.ipv4 = a.sin.sin_addr.s_addr;
+  } else {
+    hdr->version = 6;
+    hdr->length = wire::kDsIpv6HeaderLength;
+    hdr->port = a.sin6.sin6_port;
+    hdr->addr.ipv6.flowinfo = a.sin6.sin6_flowinfo;
+    std::memcpy(hdr->addr.ipv6.addr, &a.sin6.sin6_addr, 16);
+  }
+}
+
+// The RoCE GID of an IP address: IPv4-mapped, or the IPv6 address itself.
+ibv_gid gid_of(const sockaddr* sa) {
+  ibv_gid gid{};
+  if (sa->sa_family == AF_INET) {
+    gid.raw[10] = gid.raw[11] = 0xff;
+    std::memcpy(&gid.raw[12], &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, 4);
+  } else {
+    std::memcpy(gid.raw, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, 16);
+  }
+  return gid;
+}
+
+// Where gid sits in the port's GID table (RoCE v2 entries first: the one
+// type every RoCE device, Soft-RoCE included, speaks); -1 if nowhere.
+int gid_index(ibv_context* ctx, uint8_t port, const ibv_gid& gid, int table_len) {
+  int any = -1;
+  for (int i = 0; i < table_len; ++i) {
+    ibv_gid_entry e;
+    if (ibv_query_gid_ex(ctx, port, static_cast<uint32_t>(i), &e, 0)) continue;
+    if (std::memcmp(&e.gid, &gid, sizeof(gid))) continue;
+    if (e.gid_type == IBV_GID_TYPE_ROCE_V2) return i;
+    if (any < 0) any = i;
+  }
+  return any;
+}
+
+// A GRH towards dgid from the GID of our address on a RoCE port.
+int roce_grh(rdma_cm_id* local, const ibv_port_attr& port, const ibv_gid& dgid,
+             const ibv_gid& sgid, uint8_t hop_limit, ibv_ah_attr* attr) {
+  int index = gid_index(local->verbs, local->port_num, sgid, port.gid_tbl_len);
+  if (index < 0) index = gid_index(local->verbs, local->port_num, gid_of(rdma_get_local_addr(local)),
+                                   port.gid_tbl_len);
+  if (index < 0) return -EADDRNOTAVAIL;
+  attr->is_global = 1;
+  attr->grh.dgid = dgid;
+  attr->grh.sgid_index = static_cast<uint8_t>(index);
+  attr->grh.hop_limit = hop_limit ? hop_limit : 64;
+  return 0;
+}
+
+}  // namespace
+
+// A UD QP bound to src (our address and the UDP socket's port), its CQ,
+// buffers, posted receives, and an address handle to itself.
+int DatagramSocket::create_qp(const Addr& src, Qp** out) {
+  auto qp = std::make_unique<Qp>();
+  Qp* q = qp.get();
+  int err = core::create_id(nullptr, &q->id, q, RDMA_PS_UDP);
+  if (err) return err;
+  auto fail = [&](int e) {
+    free_qp(qp.release());
+    return e;
+  };
+  format_header(&q->hdr, src);
+  if ((err = core::bind_addr(q->id, &src.sa))) return fail(err);
+  rdma_cm_id* id = q->id;
+  if (!id->verbs || !id->pd) return fail(-ENODEV);  // no RDMA device has this address
+  size_t rbuf_len = rbuf_size_ + rq_size_ * sizeof(ibv_grh);
+  q->rbuf = static_cast<uint8_t*>(forksafe_alloc(rbuf_len));
+  if (!q->rbuf) return fail(-ENOMEM);
+  q->smr = ibv_reg_mr(id->pd, sbuf_, sbuf_size_, IBV_ACCESS_LOCAL_WRITE);
+  q->rmr = ibv_reg_mr(id->pd, q->rbuf, rbuf_len, IBV_ACCESS_LOCAL_WRITE);
+  if (!q->smr || !q->rmr) return fail(-errno);
+  id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
+  if (!id->recv_cq_channel) return fail(-errno);
+  id->send_cq_channel = id->recv_cq_channel;
+  int flags = fcntl(id->recv_cq_channel->fd, F_GETFL);
+  if (flags < 0 || fcntl(id->recv_cq_channel->fd, F_SETFL, flags | O_NONBLOCK)) return fail(-errno);
+  id->recv_cq = ibv_create_cq(id->verbs, sq_size_ + rq_size_, id, id->recv_cq_channel, 0);
+  if (!id->recv_cq) return fail(-errno);
+  id->send_cq = id->recv_cq;
+  // Armed from the start: a thread already asleep on the epoll fd must wake
+  // for this QP's first completion.
+  ibv_req_notify_cq(id->recv_cq, 0);
+  q->cq_armed = true;
+
+  ibv_qp_init_attr attr{};
+  attr.qp_context = q;
+  attr.send_cq = id->send_cq;
+  attr.recv_cq = id->recv_cq;
+  attr.qp_type = IBV_QPT_UD;
+  attr.sq_sig_all = 1;
+  attr.cap.max_send_wr = sq_size_;
+  attr.cap.max_recv_wr = rq_size_;
+  attr.cap.max_send_sge = 1;
+  attr.cap.max_recv_sge = 2;
+  attr.cap.max_inline_data = sq_inline_;
+  if ((err = core::create_qp(id, nullptr, &attr))) return fail(err);
+  sq_inline_ = static_cast<uint16_t>(std::min<uint32_t>(attr.cap.max_inline_data, sq_inline_));
+
+  // Ourselves: where the service forwards a first message to.
+  auto self = std::make_unique<Dest>();
+  self->addr = src;
+  self->qp = q;
+  self->qpn = id->qp->qp_num;
+  ibv_port_attr port;
+  if ((err = ibv_query_port(id->verbs, id->port_num, &port))) return fail(-err);
+  ibv_ah_attr ah{};
+  ah.port_num = id->port_num;
+  if (port.link_layer == IBV_LINK_LAYER_ETHERNET) {
+    ibv_gid gid = gid_of(&src.sa);
+    if ((err = roce_grh(id, port, gid, gid, 1, &ah))) return fail(err);
+  } else {
+    ah.dlid = port.lid;
+  }
+  self->ah = ibv_create_ah(id->pd, &ah);
+  if (!self->ah) return fail(errno ? -errno : -ENOMEM);
+
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = q;
+  if (epoll_ctl(epfd_, EPOLL_CTL_ADD, id->recv_cq_channel->fd, &ev)) {
+    ibv_destroy_ah(self->ah);
+    return fail(-errno);
+  }
+  for (uint32_t i = 0; i < rq_size_; ++i) {
+    if ((err = post_recv(q, i * wire::kDsSlotSize))) {
+      ibv_destroy_ah(self->ah);
+      return fail(err);
+    }
+  }
+  q->self = self.get();
+  dests_[src] = std::move(self);
+  {
+    std::lock_guard lock(cq_mutex_);
+    qps_.push_back(std::move(qp));
+  }
+  *out = q;
+  return 0;
+}
+
+// Under map_mutex_.
+int DatagramSocket::get_qp(const Addr& src, Qp** out) {
+  for (auto& qp : qps_) {
+    if (qp->self && !std::memcmp(&qp->self->addr, &src, sizeof(src))) {
+      *out = qp.get();
+      return 0;
+    }
+  }
+  return create_qp(src, out);
+}
+
+// The QP's own address handle is its self Dest's (freed with dests_).
+void DatagramSocket::free_qp(Qp* qp) {
+  if (qp->smr) ibv_dereg_mr(qp->smr);
+  if (qp->rmr) ibv_dereg_mr(qp->rmr);
+  if (rdma_cm_id* id = qp->id) {
+    if (id->recv_cq_channel) epoll_ctl(epfd_, EPOLL_CTL_DEL, id->recv_cq_channel->fd, nullptr);
+    if (id->qp) {
+      core::destroy_qp(id);  // with the CQ and its channel
+    } else {
+      if (id->recv_cq) ibv_destroy_cq(id->recv_cq);
+      if (id->recv_cq_channel) ibv_destroy_comp_channel(id->recv_cq_channel);
+      id->recv_cq = id->send_cq = nullptr;
+      id->recv_cq_channel = id->send_cq_channel = nullptr;
+    }
+    core::destroy_id(id);
+  }
+  std::free(qp->rbuf);
+  delete qp;
+}
+
+// The service thread: an address handle to the peer's QP qpn, from a route
+// resolved as rdma-core resolves it (a throwaway id, our address to theirs).
+void DatagramSocket::resolve_ah(Dest* dest, uint32_t qpn) {
+  rdma_cm_id* local = dest->qp->id;
+  rdma_cm_id* id = nullptr;
+  if (core::create_id(nullptr, &id, nullptr, RDMA_PS_UDP)) return;
+  Addr src{};
+  std::memcpy(&src, rdma_get_local_addr(local),
+              rdma_get_local_addr(local)->sa_family == AF_INET6 ? sizeof(sockaddr_in6)
+                                                                 : sizeof(sockaddr_in));
+  src.sin.sin_port = 0;  // same offset in sockaddr_in6
+  ibv_ah_attr attr{};
+  ibv_port_attr port;
+  bool ok = !core::resolve_addr(id, &src.sa, &dest->addr.sa, kResolveTimeoutMs) &&
+            !core::resolve_route(id, kResolveTimeoutMs) &&
+            !ibv_query_port(local->verbs, local->port_num, &port);
+  const ibv_sa_path_rec* path = ok && id->route.num_paths ? id->route.path_rec : nullptr;
+  if (ok && port.link_layer == IBV_LINK_LAYER_ETHERNET) {
+    ibv_gid dgid = path ? path->dgid : gid_of(&dest->addr.sa);
+    ibv_gid sgid = path ? path->sgid : gid_of(&src.sa);
+    ok = !roce_grh(local, port, dgid, sgid, path ? path->hop_limit : 0, &attr);
+    if (ok && path) {
+      attr.grh.flow_label = be32toh(path->flow_label);
+      attr.grh.traffic_class = path->traffic_class;
+      attr.sl = path->sl;
+    }
+  } else if (ok && path) {
+    if (path->hop_limit > 1) {
+      attr.is_global = 1;
+      attr.grh.dgid = path->dgid;
+      attr.grh.flow_label = be32toh(path->flow_label);
+      int index = gid_index(local->verbs, local->port_num, path->sgid, port.gid_tbl_len);
+      attr.grh.sgid_index = static_cast<uint8_t>(index < 0 ? 0 : index);
+      attr.grh.hop_limit = path->hop_limit;
+      attr.grh.traffic_class = path->traffic_class;
+    }
+    attr.dlid = be16toh(path->dlid);
+    attr.sl = path->sl;
+    attr.src_path_bits = static_cast<uint8_t>(be16toh(path->slid) & ((1u << port.lmc) - 1));
+    attr.static_rate = path->rate;
+  } else {
+    ok = false;
+  }
+  attr.port_num = local->port_num;
+  ibv_ah* ah = ok ? ibv_create_ah(local->pd, &attr) : nullptr;
+  core::destroy_id(id);
+  std::lock_guard lock(send_mutex_);
+  set_ah(dest, ah, qpn);  // none: sends keep going over UDP, each answer retries
+}
+
+void DatagramSocket::set_ah(Dest* dest, ibv_ah* ah, uint32_t qpn) {
+  if (dest->ah) ibv_destroy_ah(dest->ah);
+  if (!dest->ah != !ah) dests_without_ah_ += ah ? -1 : 1;
+  dest->ah = ah;
+  dest->qpn = qpn;
+}
+
+// A message from a destination we have no AH for yet (our first message to
+// it went over UDP; the service has not heard back): an AH from the
+// message's own completion and GRH, as the peer is plainly reachable. Saves
+// sending more over UDP, which the peer's service forwards after messages
+// that came over UD: out of order.
+void DatagramSocket::learn_ah(const Addr& from, Qp* qp, const ibv_wc& wc, const ibv_grh& grh) {
+  Addr key;
+  std::memcpy(&key, &from, sizeof(key));
+  std::lock_guard send(send_mutex_);
+  Dest* dest = nullptr;
+  {
+    std::lock_guard map(map_mutex_);
+    auto it = dests_.find(key);
+    if (it == dests_.end()) return;
+    dest = it->second.get();
+  }
+  // Not from our own QP: the service's forwards name the peer as the source.
+  if (dest->ah || dest->qp != qp || wc.src_qp == qp->id->qp->qp_num) return;
+  ibv_ah_attr attr{};
+  if (ibv_init_ah_from_wc(qp->id->verbs, qp->id->port_num, const_cast<ibv_wc*>(&wc),
+                          const_cast<ibv_grh*>(&grh), &attr))
+    return;
+  if (ibv_ah* ah = ibv_create_ah(qp->id->pd, &attr)) set_ah(dest, ah, wc.src_qp);
+}
+
+void DatagramSocket::process_udp() {
+  // Room for rdma-core's largest (a full slot's payload after our header).
+  alignas(8) uint8_t buf[wire::kDsSlotSize + wire::kDsUdpIpv6HeaderLength];
+  Addr from{};
+  socklen_t from_len = sizeof(from);
+  ssize_t n = ::recvfrom(fd_, buf, sizeof(buf), MSG_DONTWAIT, &from.sa, &from_len);
+  if (n < wire::kDsUdpIpv4HeaderLength) return;
+  wire::DsUdpHeader hdr{};
+  std::memcpy(&hdr, buf, std::min<size_t>(static_cast<size_t>(n), sizeof(hdr)));
+  bool valid = hdr.tag == htobe32(wire::kDsUdpTag) &&
+               ((hdr.version == 4 && from.sa.sa_family == AF_INET &&
+                 hdr.length == wire::kDsUdpIpv4HeaderLength) ||
+                (hdr.version == 6 && from.sa.sa_family == AF_INET6 &&
+                 hdr.length == wire::kDsUdpIpv6HeaderLength));
+  if (!valid || n < hdr.length) return;
+  size_t len = static_cast<size_t>(n) - hdr.length;
+  uint32_t qpn = be32toh(hdr.qpn) & 0xFFFFFF;
+  Dest* dest = nullptr;
+  if (get_dest(&from.sa, from_len, &dest)) return;
+  bool data = hdr.op == static_cast<uint8_t>(wire::Op::data);
+  if (data) {
+    // Our QPN to the sender, whose own service then makes its AH to us.
+    std::lock_guard lock(send_mutex_);
+    send_udp(dest, nullptr, 0, 0, wire::Op::ctrl);
+  }
+  bool stale;
+  {
+    std::lock_guard lock(send_mutex_);
+    stale = !dest->ah || dest->qpn != qpn;
+  }
+  if (stale) resolve_ah(dest, qpn);
+  if (!data) return;
+  std::lock_guard lock(send_mutex_);
+  Qp* qp = dest->qp;
+  wire::DsHeader from_hdr;
+  format_header(&from_hdr, dest->addr);
+  len = std::min<size_t>(len, wire::kDsSlotSize - from_hdr.length);
+  if (qp->self->ah) send_ud(qp->self, from_hdr, buf + hdr.length, len, 0);
+}
+
+namespace {
+
+class UdpService {
+ public:
+  int add(DatagramSocket* s) {
+    std::lock_guard lock(mutex_);
+    if (!started_) {
+      if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK)) return -errno;
+      try {
+        std::thread([this] { run(); }).detach();
+      } catch (const std::system_error&) {
+        ::close(wake_[0]);
+        ::close(wake_[1]);
+        return -EAGAIN;
+      }
+      started_ = true;
+    }
+    sockets_.push_back(s);
+    wake();
+    return 0;
+  }
+
+  // Processing happens under mutex_: once this returns, s is not touched.
+  void remove(DatagramSocket* s) {
+    std::lock_guard lock(mutex_);
+    std::erase(sockets_, s);
+    wake();
+  }
+
+ private:
+  void wake() {
+    char c = 0;
+    if (::write(wake_[1], &c, 1) < 0) {
+      // Full pipe: a wake-up is pending anyway.
+    }
+  }
+
+  void run() {
+    std::vector<pollfd> fds;
+    for (;;) {
+      {
+        std::lock_guard lock(mutex_);
+        fds.assign(1, pollfd{wake_[0], POLLIN, 0});
+        for (DatagramSocket* s : sockets_) fds.push_back(pollfd{s->fd(), POLLIN, 0});
+      }
+      if (::poll(fds.data(), fds.size(), -1) < 0) continue;
+      if (fds[0].revents) {
+        char buf[64];
+        while (::read(wake_[0], buf, sizeof(buf)) > 0) {
+        }
+      }
+      std::lock_guard lock(mutex_);
+      for (size_t i = 1; i < fds.size(); ++i) {
+        if (!fds[i].revents) continue;
+        auto it = std::find_if(sockets_.begin(), sockets_.end(),
+                               [&](DatagramSocket* s) { return s->fd() == fds[i].fd; });
+        if (it == sockets_.end()) continue;  // removed meanwhile
+        try {
+          (*it)->process_udp();
+        } catch (...) {  // out of memory: the datagram is lost, as UDP's may be
+        }
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::vector<DatagramSocket*> sockets_;
+  int wake_[2] = {-1, -1};
+  bool started_ = false;
+};
+
+UdpService& udp_service() {
+  static auto* service = new UdpService;  // never destroyed: its thread outlives statics
+  return *service;
+}
+
+}  // namespace
+
+int watch_udp(DatagramSocket* s) { return udp_service().add(s); }
+void unwatch_udp(DatagramSocket* s) { udp_service().remove(s); }
+
+}  // namespace rdmacm::rsocket

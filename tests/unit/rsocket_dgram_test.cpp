@@ -1,0 +1,130 @@
+// Datagram rsockets' misuse answers, where no RDMA device is needed: the
+// fd is a UDP socket's, and nothing below makes a QP. Where rdma-core
+// answers, ours answers the same (EBADF, ENOTSUP, EINVAL before bind);
+// where it dereferences NULL or copies past a buffer, ours fails as a UDP
+// socket would (EDESTADDRREQ, EFAULT, EINVAL, EAFNOSUPPORT, EMSGSIZE).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <rdma/rsocket.h>
+#include <sys/un.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+sockaddr_in loopback(uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return a;
+}
+
+class DgramTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fd = rsocket(AF_INET, SOCK_DGRAM, 0);
+    ASSERT_GE(fd, 0) << strerror(errno);
+  }
+  void TearDown() override {
+    if (fd >= 0) {
+      EXPECT_EQ(rclose(fd), 0);
+    }
+  }
+  int fd = -1;
+  char buf[64] = {};
+};
+
+#define EXPECT_ERRNO(call, err)          \
+  do {                                   \
+    errno = 0;                           \
+    EXPECT_EQ((call), -1);               \
+    EXPECT_EQ(errno, err) << strerror(errno); \
+  } while (0)
+
+TEST(DgramSocket, WrongProtocolIsNotSupported) {
+  EXPECT_ERRNO(rsocket(AF_INET, SOCK_DGRAM, IPPROTO_TCP), ENOTSUP);
+}
+
+TEST(DgramSocket, BadFd) {
+  sockaddr_in a = loopback(9);
+  EXPECT_ERRNO(rsendto(1 << 20, "x", 1, 0, reinterpret_cast<sockaddr*>(&a), sizeof(a)), EBADF);
+  socklen_t len = sizeof(a);
+  EXPECT_ERRNO(rrecvfrom(-1, &a, 1, 0, reinterpret_cast<sockaddr*>(&a), &len), EBADF);
+}
+
+TEST_F(DgramTest, SendWithoutDestination) {
+  EXPECT_ERRNO(rsendto(fd, buf, 8, 0, nullptr, 0), EDESTADDRREQ);
+  EXPECT_ERRNO(rsend(fd, buf, 8, 0), EDESTADDRREQ);
+}
+
+TEST_F(DgramTest, BadDestinationLengthsAndFamilies) {
+  sockaddr_in a = loopback(9);
+  auto* sa = reinterpret_cast<sockaddr*>(&a);
+  EXPECT_ERRNO(rsendto(fd, buf, 8, 0, sa, 1), EINVAL);
+  EXPECT_ERRNO(rsendto(fd, buf, 8, 0, sa, sizeof(a) - 1), EINVAL);
+  EXPECT_ERRNO(rsendto(fd, buf, 8, 0, nullptr, sizeof(a)), EDESTADDRREQ);
+  sockaddr_un u{};
+  u.sun_family = AF_UNIX;
+  EXPECT_ERRNO(rsendto(fd, buf, 8, 0, reinterpret_cast<sockaddr*>(&u), sizeof(u)), EAFNOSUPPORT);
+}
+
+TEST_F(DgramTest, BadBuffers) {
+  sockaddr_in a = loopback(9);
+  auto* sa = reinterpret_cast<sockaddr*>(&a);
+  EXPECT_ERRNO(rsendto(fd, nullptr, 8, 0, sa, sizeof(a)), EFAULT);
+  static char big[4096];
+  EXPECT_ERRNO(rsendto(fd, big, sizeof(big), 0, sa, sizeof(a)), EMSGSIZE);
+  EXPECT_ERRNO(rsendto(fd, big, 2048 - 8 + 1, 0, sa, sizeof(a)), EMSGSIZE);
+}
+
+TEST_F(DgramTest, ReceiveBeforeBindIsInvalidAsRdmaCore) {
+  EXPECT_ERRNO(rrecv(fd, buf, sizeof(buf), MSG_DONTWAIT), EINVAL);
+}
+
+TEST_F(DgramTest, BoundReceive) {
+  sockaddr_in a = loopback(0);
+  ASSERT_EQ(rbind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0) << strerror(errno);
+  sockaddr_in name{};
+  socklen_t len = sizeof(name);
+  ASSERT_EQ(rgetsockname(fd, reinterpret_cast<sockaddr*>(&name), &len), 0);
+  EXPECT_EQ(name.sin_family, AF_INET);
+  EXPECT_NE(name.sin_port, 0);
+  EXPECT_ERRNO(rrecv(fd, buf, sizeof(buf), MSG_DONTWAIT), EWOULDBLOCK);
+  EXPECT_ERRNO(rrecv(fd, nullptr, sizeof(buf), MSG_DONTWAIT), EFAULT);
+  len = sizeof(name);
+  EXPECT_ERRNO(rrecvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT, nullptr, &len), EFAULT);
+  pollfd p{fd, POLLIN, 0};
+  EXPECT_EQ(rpoll(&p, 1, 0), 0);
+}
+
+TEST_F(DgramTest, StreamOnlyCalls) {
+  EXPECT_ERRNO(rlisten(fd, 1), EOPNOTSUPP);
+  EXPECT_ERRNO(raccept(fd, nullptr, nullptr), EOPNOTSUPP);
+}
+
+TEST_F(DgramTest, Options) {
+  int v = 1 << 16;
+  ASSERT_EQ(rsetsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)), 0);
+  int got = 0;
+  socklen_t len = sizeof(got);
+  ASSERT_EQ(rgetsockopt(fd, SOL_SOCKET, SO_RCVBUF, &got, &len), 0);
+  EXPECT_EQ(got, v << 1) << "as rdma-core: doubled";
+  EXPECT_ERRNO(rsetsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, 1), EINVAL);
+  v = 64;
+  EXPECT_EQ(rsetsockopt(fd, SOL_RDMA, RDMA_SQSIZE, &v, sizeof(v)), 0);
+  sockaddr_in a = loopback(0);
+  ASSERT_EQ(rbind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  EXPECT_ERRNO(rsetsockopt(fd, SOL_RDMA, RDMA_SQSIZE, &v, sizeof(v)), EINVAL);
+}
+
+TEST_F(DgramTest, WritableBeforeFirstSend) {
+  pollfd p{fd, POLLOUT, 0};
+  EXPECT_EQ(rpoll(&p, 1, 0), 1);
+  EXPECT_EQ(p.revents, POLLOUT);
+}
+
+}  // namespace
