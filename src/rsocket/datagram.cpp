@@ -17,6 +17,7 @@
 
 #include "core/cm.h"
 #include "rsocket/config.h"
+#include "rsocket/option_value.h"
 #include "rsocket/table.h"
 
 namespace rdmacm::rsocket {
@@ -63,21 +64,6 @@ bool any_addr(const DatagramSocket::Addr& a) {
     return a.sin.sin_addr.s_addr == htonl(INADDR_ANY) ||
            a.sin.sin_addr.s_addr == htonl(INADDR_LOOPBACK);
   return IN6_IS_ADDR_UNSPECIFIED(&a.sin6.sin6_addr) || IN6_IS_ADDR_LOOPBACK(&a.sin6.sin6_addr);
-}
-
-int read_int(const void* value, socklen_t len, int* out) {
-  if (!value) return -EFAULT;
-  if (len < sizeof(int)) return -EINVAL;
-  std::memcpy(out, value, sizeof(int));
-  return 0;
-}
-
-int write_int(void* value, socklen_t* len, int v) {
-  if (!value || !len) return -EFAULT;
-  if (*len < sizeof(int)) return -EINVAL;
-  std::memcpy(value, &v, sizeof(int));
-  *len = sizeof(int);
-  return 0;
 }
 
 }  // namespace

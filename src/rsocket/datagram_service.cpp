@@ -23,6 +23,7 @@
 
 #include "core/cm.h"
 #include "rsocket/datagram.h"
+#include "rsocket/watcher.h"
 
 namespace rdmacm::rsocket {
 namespace {
@@ -340,77 +341,11 @@ void DatagramSocket::process_udp() {
 
 namespace {
 
-class UdpService {
- public:
-  int add(DatagramSocket* s) {
-    std::lock_guard lock(mutex_);
-    if (!started_) {
-      if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK)) return -errno;
-      try {
-        std::thread([this] { run(); }).detach();
-      } catch (const std::system_error&) {
-        ::close(wake_[0]);
-        ::close(wake_[1]);
-        return -EAGAIN;
-      }
-      started_ = true;
-    }
-    sockets_.push_back(s);
-    wake();
-    return 0;
-  }
-
-  // Processing happens under mutex_: once this returns, s is not touched.
-  void remove(DatagramSocket* s) {
-    std::lock_guard lock(mutex_);
-    std::erase(sockets_, s);
-    wake();
-  }
-
- private:
-  void wake() {
-    char c = 0;
-    if (::write(wake_[1], &c, 1) < 0) {
-      // Full pipe: a wake-up is pending anyway.
-    }
-  }
-
-  void run() {
-    std::vector<pollfd> fds;
-    for (;;) {
-      {
-        std::lock_guard lock(mutex_);
-        fds.assign(1, pollfd{wake_[0], POLLIN, 0});
-        for (DatagramSocket* s : sockets_) fds.push_back(pollfd{s->fd(), POLLIN, 0});
-      }
-      if (::poll(fds.data(), fds.size(), -1) < 0) continue;
-      if (fds[0].revents) {
-        char buf[64];
-        while (::read(wake_[0], buf, sizeof(buf)) > 0) {
-        }
-      }
-      std::lock_guard lock(mutex_);
-      for (size_t i = 1; i < fds.size(); ++i) {
-        if (!fds[i].revents) continue;
-        auto it = std::find_if(sockets_.begin(), sockets_.end(),
-                               [&](DatagramSocket* s) { return s->fd() == fds[i].fd; });
-        if (it == sockets_.end()) continue;  // removed meanwhile
-        try {
-          (*it)->process_udp();
-        } catch (...) {  // out of memory: the datagram is lost, as UDP's may be
-        }
-      }
-    }
-  }
-
-  std::mutex mutex_;
-  std::vector<DatagramSocket*> sockets_;
-  int wake_[2] = {-1, -1};
-  bool started_ = false;
-};
-
-UdpService& udp_service() {
-  static auto* service = new UdpService;  // never destroyed: its thread outlives statics
+// Never destroyed: its thread outlives static destruction. A datagram lost
+// to an out-of-memory is lost as UDP's may be.
+auto& udp_service() {
+  static auto* service = new Watcher<DatagramSocket, void (*)(DatagramSocket*)>(
+      [](DatagramSocket* s) { s->process_udp(); });
   return *service;
 }
 

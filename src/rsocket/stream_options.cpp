@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/cm.h"
+#include "rsocket/option_value.h"
 #include "rsocket/protocol.h"
 #include "rsocket/stream.h"
 
@@ -19,21 +20,6 @@ namespace rdmacm::rsocket {
 namespace {
 
 constexpr uint32_t kQpMaxSize = 0xFFFE;
-
-int read_int(const void* value, socklen_t len, int* out) {
-  if (!value) return -EFAULT;
-  if (len < sizeof(int)) return -EINVAL;
-  std::memcpy(out, value, sizeof(int));
-  return 0;
-}
-
-int write_int(void* value, socklen_t* len, int v) {
-  if (!value || !len) return -EFAULT;
-  if (*len < sizeof(int)) return -EINVAL;
-  std::memcpy(value, &v, sizeof(int));
-  *len = sizeof(int);
-  return 0;
-}
 
 void set_bit(uint64_t* opts, int name, bool on) {
   if (name < 0 || name >= 64) return;
