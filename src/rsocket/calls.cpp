@@ -76,8 +76,7 @@ int set_flags(int fd, int flags) { WITH_SOCKET(fd, s->set_flags(flags)); }
 int close(int fd) {
   Socket* s = find_socket(fd);
   if (!s) return -EBADF;
-  s->close();
-  delete s;
+  if (s->close()) delete s;
   return 0;
 }
 

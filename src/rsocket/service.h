@@ -9,10 +9,16 @@ namespace rdmacm::rsocket {
 
 class StreamSocket;
 
-enum class Watch { listeners, connections };
+enum class Watch { listeners, connections, keepalive };
 
-// -errno if the thread could not be started.
+// keepalive: the socket's send_keepalive() every keepalive_interval() seconds
+// (SO_KEEPALIVE). -errno if the thread could not be started.
 int watch(Watch which, StreamSocket* s);
 void unwatch(Watch which, StreamSocket* s);
+
+// Takes a closed socket whose peer has not closed its end yet: waits for it
+// (at most a second), finishes the close and deletes the socket. false if
+// that cannot be done (no thread): the caller finishes at once.
+bool linger_close(StreamSocket* s);
 
 }  // namespace rdmacm::rsocket

@@ -49,8 +49,10 @@ class Socket {
   // buffers is one message, not one per buffer.
   virtual bool message_oriented() const { return false; }
   virtual int shutdown(int how) = 0;
-  // Tears the connection down; the caller then deletes the socket.
-  virtual void close() = 0;
+  // Tears the connection down (rclose). The socket is gone from the fd table
+  // when this returns; the caller deletes it, unless it returned false: then
+  // it lingers and deletes itself.
+  virtual bool close() = 0;
   virtual int peer_name(sockaddr* addr, socklen_t* len) = 0;
   virtual int sock_name(sockaddr* addr, socklen_t* len) = 0;
   virtual int set_option(int level, int name, const void* value, socklen_t len) = 0;

@@ -411,20 +411,29 @@ int StreamSocket::shutdown(int how) {
   return err;
 }
 
-// Closes as TCP does: our end first (the peer reads what is queued, then
-// end-of-file), then a short wait for the peer's end, then the rest. rdma-core
-// disconnects at once, and a peer in rpoll then sees POLLHUP before it has
-// read the last data (rstream -T a fails on it); ours waits for the peer, for
-// at most kLingerMs.
-void StreamSocket::close() {
-  constexpr int kLingerMs = 1000;
-  if (state_ & kWritable) shutdown(SHUT_WR);
-  if (state_ & kConnected) await_peer_close(kLingerMs);
-  if (state_ & kConnected) shutdown(SHUT_RDWR);
+// Closes as TCP does: our end first, at once (the peer reads what is queued,
+// then end-of-file), the rest once the peer has closed its end too, or after
+// at most a second, in the background (service.cpp). rdma-core disconnects
+// at once, and a peer in rpoll then sees POLLHUP before it has read the last
+// data (rstream -T a fails on it).
+bool StreamSocket::close() {
+  remove_socket(fd_);
   if (in_service_) {
     unwatch(state_ == kListening ? Watch::listeners : Watch::connections, this);
     in_service_ = false;
   }
+  if (keepalive_on_) {
+    unwatch(Watch::keepalive, this);
+    keepalive_on_ = false;
+  }
+  if (!(state_ & kConnected)) return true;
+  if (state_ & kWritable) shutdown(SHUT_WR);
+  if (!(state_ & kConnected)) return true;
+  return !linger_close(this);
+}
+
+void StreamSocket::finish_close() {
+  if (state_ & kConnected) shutdown(SHUT_RDWR);
 }
 
 int StreamSocket::peer_name(sockaddr* addr, socklen_t* len) {

@@ -45,7 +45,7 @@ class StreamSocket final : public Socket {
   ssize_t recv(void* buf, size_t len, int flags) override;
   ssize_t send(const void* buf, size_t len, int flags) override;
   int shutdown(int how) override;
-  void close() override;
+  bool close() override;
   int peer_name(sockaddr* addr, socklen_t* len) override;
   int sock_name(sockaddr* addr, socklen_t* len) override;
   int set_option(int level, int name, const void* value, socklen_t len) override;
@@ -62,6 +62,13 @@ class StreamSocket final : public Socket {
   // requests, and a connected or connecting socket's CM events.
   void accept_requests();
   void handle_cm_event();
+  // For the keep-alive service: a KEEPALIVE control message if connected
+  // and a control slot is free (a dead peer then fails it: the socket errs).
+  void send_keepalive();
+  unsigned keepalive_interval() const {
+    unsigned t = keepalive_time_;
+    return t ? t : 7200;
+  }
 
  private:
   explicit StreamSocket(const StreamSocket* listener);
@@ -89,6 +96,10 @@ class StreamSocket final : public Socket {
   int completion(bool nonblock, Test test);
   int send_ctrl(wire::Ctrl ctrl);
   void await_peer_close(int ms);
+  // The end of a lingering close: the rest of the teardown (service.cpp's
+  // lingerer calls it when the peer has closed or the wait is over).
+  friend class Lingerer;
+  void finish_close();
 
   // stream_iomap.cpp: buffers mapped for the peer's direct writes.
   struct Mapping {
@@ -122,7 +133,8 @@ class StreamSocket final : public Socket {
   bool in_service_ = false;     // registered with a CM service
   std::vector<uint8_t> route_;  // RDMA_ROUTE set before connect
   uint64_t so_opts_ = 0, tcp_opts_ = 0, ipv6_opts_ = 0;  // boolean options, bit = optname
-  unsigned keepalive_time_ = 0;
+  std::atomic<unsigned> keepalive_time_{0};
+  bool keepalive_on_ = false;
 
   // Sizes (inherited from a listener, else config()).
   uint32_t sbuf_size_, rbuf_size_;

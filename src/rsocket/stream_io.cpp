@@ -290,6 +290,13 @@ int StreamSocket::completion(bool nonblock, Test test) {
   return process_cq(false, test);
 }
 
+void StreamSocket::send_keepalive() {
+  std::lock_guard lock(cq_mutex_);
+  if (!(state_ & kConnected) || !ctrl_available()) return;
+  ++ctrl_seqno_;
+  post_message(wire::imm(wire::Op::ctrl, static_cast<uint32_t>(wire::Ctrl::keepalive)));
+}
+
 int StreamSocket::send_ctrl(wire::Ctrl ctrl) {
   if (!ctrl_available()) {
     if (int err = process_cq(false, &StreamSocket::conn_can_send_ctrl)) return err;

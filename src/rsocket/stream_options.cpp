@@ -14,6 +14,7 @@
 #include "core/cm.h"
 #include "rsocket/option_value.h"
 #include "rsocket/protocol.h"
+#include "rsocket/service.h"
 #include "rsocket/stream.h"
 
 namespace rdmacm::rsocket {
@@ -74,6 +75,14 @@ int StreamSocket::set_option(int level, int name, const void* value, socklen_t l
         }
         case SO_KEEPALIVE:
           if (v && !keepalive_time_) keepalive_time_ = system_keepalive_time();
+          if (static_cast<bool>(v) != keepalive_on_) {
+            if (v) {
+              if (int err = watch(Watch::keepalive, this)) return err;
+            } else {
+              unwatch(Watch::keepalive, this);
+            }
+            keepalive_on_ = v;
+          }
           set_bit(&so_opts_, name, v);
           return 0;
         case SO_OOBINLINE:
@@ -90,6 +99,7 @@ int StreamSocket::set_option(int level, int name, const void* value, socklen_t l
         case TCP_KEEPIDLE:
           if (v <= 0) return -EINVAL;
           keepalive_time_ = static_cast<unsigned>(v);
+          if (keepalive_on_) return watch(Watch::keepalive, this);  // rescheduled
           return 0;
         case TCP_NODELAY:
           set_bit(&tcp_opts_, name, v);
