@@ -207,7 +207,7 @@ int next_event(EventChannel& ch, rdma_cm_event** out) {
     // Allocated before the kernel counts the event as reported, so that
     // running out of memory cannot lose a counted event.
     auto ev = std::make_shared<Event>();
-    ucma_abi_event_resp w;
+    ucma_abi_event_resp w{};
     if (int err = transport().get_event(ch.pub.fd, &w)) return err;
     if (!translate(w, *ev)) continue;
     *out = &ev->pub;

@@ -69,7 +69,7 @@ std::shared_ptr<EventChannel> private_channel(int* err) {
 }
 
 int refresh_address(CmId& id) {
-  ucma_abi_query_addr_resp a;
+  ucma_abi_query_addr_resp a{};
   if (int err = transport().query_addr(id.fd(), id.handle, &a)) return err;
   rdma_addr& addr = id.pub.route.addr;
   static_assert(sizeof(addr.src_storage) == sizeof(a.src_addr));

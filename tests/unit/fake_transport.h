@@ -87,7 +87,7 @@ class FakeTransport : public Transport {
   // Kernel ids currently alive.
   size_t live_ids() const;
   // The address query answer for every id.
-  ucma_abi_query_addr_resp addr;
+  ucma_abi_query_addr_resp addr{};
   // When set, resolve_addr queues ADDR_RESOLVED for the id at once (as the
   // kernel does for the loopback address).
   bool resolve_reports = false;
@@ -146,7 +146,7 @@ class FakeTransport : public Transport {
   int leave_mcast(int fd, uint32_t mc_handle, uint32_t* events_reported) override;
 
   // The last connection parameters handed to connect or accept.
-  ucma_abi_conn_param last_conn;
+  ucma_abi_conn_param last_conn{};
   // The uid the library gave the last join: the kernel reports the group's
   // events (MULTICAST_JOIN, MULTICAST_ERROR) against it.
   uint64_t last_join_uid = 0;
@@ -179,7 +179,7 @@ class FakeTransport : public Transport {
   std::map<uint64_t, uint32_t> delivered_;       // counted() -> events delivered
   std::map<uint32_t, uint64_t> groups_;          // joined: mc handle -> uid
   uint32_t next_id_ = 1;
-  ucma_abi_query_addr_resp addr_;  // what bind/resolve recorded
+  ucma_abi_query_addr_resp addr_{};  // what bind/resolve recorded
   std::vector<Cmd> log_;          // every command issued
   size_t fail_at_ = 0;            // the log_ size at which to fail
   int fail_err_ = 0;
