@@ -89,7 +89,7 @@ class Lingerer {
       }
       started_ = true;
     }
-    waiting_.push_back({s, Clock::now() + std::chrono::seconds(1)});
+    waiting_.push_back({s, Clock::now() + std::chrono::seconds(2)});
     cv_.notify_all();
     return true;
   }
@@ -110,11 +110,12 @@ class Lingerer {
       lock.unlock();
       std::vector<Entry> still;
       for (Entry& e : round) {
+        bool done = true;
         try {
-          e.s->await_peer_close(0);  // takes what completed, never sleeps
+          done = e.s->linger_done();  // takes what completed, never sleeps
         } catch (...) {
         }
-        if ((e.s->state_ & StreamSocket::kConnected) && Clock::now() < e.until) {
+        if (!done && Clock::now() < e.until) {
           still.push_back(e);
           continue;
         }

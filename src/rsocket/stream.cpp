@@ -383,14 +383,25 @@ void StreamSocket::save_conn_data(const wire::ConnData& in) {
   sseq_comp_ = peer.credits;
 }
 
+namespace {
+// How long rshutdown waits for a control slot and for our sends to complete:
+// a peer that stopped reading (SIGSTOP) must not hold the caller for ever
+// (rdma-core's waits without a bound).
+constexpr int kShutdownWaitMs = 5000;
+}  // namespace
+
 int StreamSocket::shutdown(int how) {
   if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) return -EINVAL;
-  if (fd_flags_ & O_NONBLOCK) set_nonblocking(false);
   int err = 0;
   if (state_ & kConnected) {
     wire::Ctrl ctrl = wire::Ctrl::disconnect;
     bool send = true;
     if (how == SHUT_RDWR) {
+      // Until the peer has ended its side, only say we end ours (as TCP's
+      // FIN): a DISCONNECT makes an rdma-core peer report POLLHUP with our
+      // last data unread (rstream -T a, whose server shuts down first).
+      // The DISCONNECT follows at rclose, once the peer has ended too.
+      if (state_ & kReadable) ctrl = wire::Ctrl::shutdown;
       state_ &= ~(kReadable | kWritable);
     } else if (how == SHUT_WR) {
       state_ &= ~kWritable;
@@ -399,10 +410,11 @@ int StreamSocket::shutdown(int how) {
       state_ &= ~kReadable;
       send = !(state_ & kWritable);
     }
-    if (send) err = send_ctrl(ctrl);
+    if (send) err = send_ctrl(ctrl, kShutdownWaitMs);
   }
-  if (!err && (state_ & kConnected)) process_cq(false, &StreamSocket::all_sends_done);
-  if ((fd_flags_ & O_NONBLOCK) && (state_ & kConnected)) set_nonblocking(true);
+  if (!err && (state_ & kConnected) &&
+      !wait_until(&StreamSocket::all_sends_done, kShutdownWaitMs))
+    err = -ETIMEDOUT;
   if (state_ & kDisconnected) {
     // Flush the receives so that a thread asleep in rpoll wakes.
     ibv_req_notify_cq(id_->recv_cq, 0);
@@ -413,9 +425,10 @@ int StreamSocket::shutdown(int how) {
 
 // Closes as TCP does: our end first, at once (the peer reads what is queued,
 // then end-of-file), the rest once the peer has closed its end too, or after
-// at most a second, in the background (service.cpp). rdma-core disconnects
-// at once, and a peer in rpoll then sees POLLHUP before it has read the last
-// data (rstream -T a fails on it).
+// at most two seconds, in the background (service.cpp), so rclose itself
+// never waits on the peer. rdma-core disconnects at once, and a peer in rpoll
+// then sees POLLHUP before it has read the last data (rstream -T a fails on
+// it); its rclose waits without a bound for its sends to complete.
 bool StreamSocket::close() {
   remove_socket(fd_);
   if (in_service_) {
@@ -427,13 +440,30 @@ bool StreamSocket::close() {
     keepalive_on_ = false;
   }
   if (!(state_ & kConnected)) return true;
-  if (state_ & kWritable) shutdown(SHUT_WR);
+  if (state_ & kWritable) {
+    state_ &= ~kWritable;
+    close_ctrl_ = state_ & kReadable ? wire::Ctrl::shutdown : wire::Ctrl::disconnect;
+    close_ctrl_pending_ = send_ctrl(close_ctrl_, 0) == -ETIMEDOUT;
+  }
   if (!(state_ & kConnected)) return true;
   return !linger_close(this);
 }
 
+bool StreamSocket::linger_done() {
+  if (close_ctrl_pending_)  // no control slot was free at rclose: try again
+    close_ctrl_pending_ = send_ctrl(close_ctrl_, 0) == -ETIMEDOUT;
+  return wait_until(&StreamSocket::peer_closed, 0);
+}
+
+// The peer did not close its end in time (or did): tell it we are gone,
+// give that a moment to leave, and flush the QP.
 void StreamSocket::finish_close() {
-  if (state_ & kConnected) shutdown(SHUT_RDWR);
+  if (state_ & kConnected) {
+    state_ &= ~(kReadable | kWritable);
+    send_ctrl(wire::Ctrl::disconnect, 100);
+    wait_until(&StreamSocket::all_sends_done, 200);
+  }
+  if (id_->qp) core::flush_qp(id_);
 }
 
 int StreamSocket::peer_name(sockaddr* addr, socklen_t* len) {
@@ -470,7 +500,11 @@ void StreamSocket::handle_cm_event() {
     advance_connect();
   } else if (!core::complete_pending(id_) && id_->event && (state_ & kConnected) &&
              id_->event->event == RDMA_CM_EVENT_DISCONNECTED) {
+    // The peer (or its host) is gone without a word. Flushing the QP
+    // completes the posted receives, which wakes a thread asleep on the CQ
+    // in rrecv or rsend (rdma-core leaves it asleep).
     state_ = kDisconnected;
+    core::flush_qp(id_);
   }
   if (!(state_ & kOpening)) signal_pollers();
 }

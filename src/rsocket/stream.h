@@ -94,8 +94,13 @@ class StreamSocket final : public Socket {
   int wait_cq_event();
   int process_cq(bool nonblock, Test test);
   int completion(bool nonblock, Test test);
-  int send_ctrl(wire::Ctrl ctrl);
-  void await_peer_close(int ms);
+  // A control message, once a control slot is free (waiting at most wait_ms).
+  int send_ctrl(wire::Ctrl ctrl, int wait_ms);
+  bool wait_until(Test test, int ms);
+  bool peer_closed() const { return !(state_ & kConnected); }
+  // One look at a lingering close (service.cpp): true once the peer has
+  // closed its end.
+  bool linger_done();
   // The end of a lingering close: the rest of the teardown (service.cpp's
   // lingerer calls it when the peer has closed or the wait is over).
   friend class Lingerer;
@@ -135,6 +140,8 @@ class StreamSocket final : public Socket {
   uint64_t so_opts_ = 0, tcp_opts_ = 0, ipv6_opts_ = 0;  // boolean options, bit = optname
   std::atomic<unsigned> keepalive_time_{0};
   bool keepalive_on_ = false;
+  wire::Ctrl close_ctrl_ = wire::Ctrl::shutdown;  // what rclose tells the peer
+  bool close_ctrl_pending_ = false;               // not sent yet (no slot free)
 
   // Sizes (inherited from a listener, else config()).
   uint32_t sbuf_size_, rbuf_size_;

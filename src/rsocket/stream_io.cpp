@@ -297,22 +297,25 @@ void StreamSocket::send_keepalive() {
   post_message(wire::imm(wire::Op::ctrl, static_cast<uint32_t>(wire::Ctrl::keepalive)));
 }
 
-int StreamSocket::send_ctrl(wire::Ctrl ctrl) {
-  if (!ctrl_available()) {
-    if (int err = process_cq(false, &StreamSocket::conn_can_send_ctrl)) return err;
-  }
+int StreamSocket::send_ctrl(wire::Ctrl ctrl, int wait_ms) {
+  if (!ctrl_available() && !wait_until(&StreamSocket::conn_can_send_ctrl, wait_ms))
+    return -ETIMEDOUT;
+  std::lock_guard lock(cq_mutex_);
   if (!(state_ & kConnected) || !ctrl_available()) return 0;
   ++ctrl_seqno_;
   return post_message(wire::imm(wire::Op::ctrl, static_cast<uint32_t>(ctrl)));
 }
 
-void StreamSocket::await_peer_close(int ms) {
+// Processes completions until test() holds or ms have passed (0: look
+// once), sleeping on the CQ's channel in between; never longer than ms, so a
+// stopped or dead peer cannot hold the caller.
+bool StreamSocket::wait_until(Test test, int ms) {
   uint64_t deadline = now_us() + static_cast<uint64_t>(ms) * 1000;
-  while (state_ & kConnected) {
-    process_cq(true, &StreamSocket::any);
-    if (!(state_ & kConnected)) return;
+  for (;;) {
+    process_cq(true, test);
+    if ((this->*test)()) return true;
     uint64_t now = now_us();
-    if (now >= deadline) return;
+    if (now >= deadline) return false;
     {
       std::lock_guard lock(cq_mutex_);
       if (!cq_armed_) {

@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 #include <netinet/tcp.h>
 #include <rdma/rsocket.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/eventfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -220,6 +223,74 @@ TEST(RsocketStream, ClosingWithDataQueuedNeverHangsUpBeforeThePeerReadsIt) {
     got += static_cast<size_t>(n);
   }
   EXPECT_EQ(got, kBytes);
+}
+
+// rdma-core's rstream as a peer in a process of its own (on rdma-core's
+// library), which the test may stop or kill.
+struct RstreamClient {
+  pid_t pid = -1;
+  explicit RstreamClient(uint16_t port) {
+    std::string ip = device_ip(), p = std::to_string(port);
+    const char* argv[] = {"rstream", "-s", ip.c_str(), "-p", p.c_str(), "-C", "100000", "-S", "65536",
+                          nullptr};
+    // Its own library, whatever this process was started with.
+    char* envp[] = {nullptr};
+    EXPECT_EQ(posix_spawnp(&pid, "rstream", nullptr, nullptr, const_cast<char**>(argv), envp), 0);
+  }
+  ~RstreamClient() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+TEST(RsocketStream, AKilledPeerWakesABlockedReader) {
+  if (reference()) GTEST_SKIP() << "rdma-core leaves the reader asleep (measured: over 60 s)";
+  int l = listener(7608);
+  RstreamClient peer(7608);
+  int s = raccept(l, nullptr, nullptr);
+  ASSERT_GE(s, 0) << strerror(errno);
+  char sync[16];
+  ASSERT_EQ(recv_all(s, sync, sizeof(sync)), 16);  // rstream's handshake; no answer
+  ssize_t got = 1;
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread reader([&] { got = rrecv(s, sync, sizeof(sync), 0); });  // nothing will come
+  std::this_thread::sleep_for(300ms);
+  kill(peer.pid, SIGKILL);
+  waitpid(peer.pid, nullptr, 0);
+  peer.pid = -1;
+  reader.join();  // a hang here is the failure (the watchdog names it)
+  EXPECT_LE(got, 0);
+  EXPECT_LT(seconds_since(t0), 30.0);
+  auto t1 = std::chrono::steady_clock::now();
+  EXPECT_EQ(rclose(s), 0);
+  EXPECT_LT(seconds_since(t1), 1.0);
+  rclose(l);
+}
+
+TEST(RsocketStream, ClosingOnAStoppedPeerReturnsAtOnce) {
+  if (reference()) GTEST_SKIP() << "rdma-core's rclose waits for its sends without a bound";
+  int l = listener(7609);
+  RstreamClient peer(7609);
+  int s = raccept(l, nullptr, nullptr);
+  ASSERT_GE(s, 0) << strerror(errno);
+  char sync[16];
+  ASSERT_EQ(recv_all(s, sync, sizeof(sync)), 16);
+  kill(peer.pid, SIGSTOP);
+  // Fill what the stopped peer can take.
+  ASSERT_EQ(rfcntl(s, F_SETFL, O_NONBLOCK), 0);
+  std::vector<char> chunk(65536, 'q');
+  for (int i = 0; i < 1000 && rsend(s, chunk.data(), chunk.size(), 0) > 0; ++i) {
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(rclose(s), 0);
+  EXPECT_LT(seconds_since(t0), 1.0);
+  rclose(l);
 }
 
 }  // namespace
