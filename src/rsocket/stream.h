@@ -114,6 +114,7 @@ class StreamSocket final : public Socket {
   };
   int send_iomaps(int flags);  // the new mappings, to the peer's table (send_mutex_ held)
   void release_mappings();
+  int get_route(void* value, socklen_t* len);  // rgetsockopt(SOL_RDMA, RDMA_ROUTE)
   // Copies len bytes from buf to the send buffer (or inline) and posts them
   // as one write: with immediate data (imm) to the target, or plain.
   int post_from_sbuf(const void* buf, uint32_t len, uint32_t imm, uint64_t addr, uint32_t rkey,

@@ -142,6 +142,43 @@ int StreamSocket::set_option(int level, int name, const void* value, socklen_t l
   return -ENOTSUP;
 }
 
+// The route as RDMA_ROUTE takes it: the one set and not used yet, else the
+// id's path records as the kernel's path data (rdma-core copies a set route
+// the wrong way round, over the caller's value).
+int StreamSocket::get_route(void* value, socklen_t* len) {
+  if (!value || !len) return -EFAULT;
+  if (!route_.empty()) {
+    if (*len < route_.size()) return -EINVAL;
+    std::memcpy(value, route_.data(), route_.size());
+    *len = static_cast<socklen_t>(route_.size());
+    return 0;
+  }
+  if (*len < sizeof(ibv_path_data)) return -EINVAL;
+  socklen_t used = 0;
+  for (int i = 0; i < id_->route.num_paths && used + sizeof(ibv_path_data) <= *len; ++i) {
+    const ibv_sa_path_rec& r = id_->route.path_rec[i];
+    ibv_path_data d{};
+    d.path.dgid = r.dgid;
+    d.path.sgid = r.sgid;
+    d.path.dlid = r.dlid;
+    d.path.slid = r.slid;
+    d.path.flowlabel_hoplimit = htobe32(be32toh(r.flow_label) << 8 | r.hop_limit);
+    d.path.tclass = r.traffic_class;
+    d.path.reversible_numpath = static_cast<uint8_t>(r.reversible << 7 | 1);
+    d.path.pkey = r.pkey;
+    d.path.qosclass_sl = htobe16(r.sl);
+    constexpr uint8_t kExactly = 2 << 6;  // the selector "exactly" in the top bits
+    d.path.mtu = static_cast<uint8_t>(r.mtu | kExactly);
+    d.path.rate = static_cast<uint8_t>(r.rate | kExactly);
+    d.path.packetlifetime = static_cast<uint8_t>(r.packet_life_time | kExactly);
+    d.flags = r.preference;
+    std::memcpy(static_cast<uint8_t*>(value) + used, &d, sizeof(d));
+    used += sizeof(d);
+  }
+  *len = used;
+  return 0;
+}
+
 int StreamSocket::get_option(int level, int name, void* value, socklen_t* len) {
   switch (level) {
     case SOL_SOCKET:
@@ -197,7 +234,7 @@ int StreamSocket::get_option(int level, int name, void* value, socklen_t* len) {
         case RDMA_IOMAPSIZE:
           return write_int(value, len, target_iomap_size_);
         case RDMA_ROUTE:
-          return -ENOTSUP;  // not yet: rdma-core converts the id's path records here
+          return get_route(value, len);
       }
       break;
   }

@@ -95,6 +95,22 @@ TEST(RsocketStream, AMebibyteEachWayArrivesIntactOverTheDevice) {
   EXPECT_GE(sent_packets() - pkts, 512) << "the bytes did not cross rxe0";
 }
 
+TEST(RsocketStream, RouteOfAConnectedSocketIsItsPathRecords) {
+  Pair p(7610);
+  ibv_path_data paths[4];
+  socklen_t len = sizeof(paths);
+  ASSERT_EQ(rgetsockopt(p.client, SOL_RDMA, RDMA_ROUTE, paths, &len), 0) << strerror(errno);
+  ASSERT_GE(len, sizeof(ibv_path_data));
+  EXPECT_EQ(len % sizeof(ibv_path_data), 0u);
+  // RoCE: the destination GID is the server's address, IPv4-mapped.
+  sockaddr_in a = device_addr(0);
+  EXPECT_EQ(std::memcmp(&paths[0].path.dgid.raw[12], &a.sin_addr, 4), 0);
+  EXPECT_EQ(paths[0].path.mtu >> 6, 2);  // "exactly"
+  len = sizeof(ibv_path_data) - 1;
+  EXPECT_EQ(rgetsockopt(p.client, SOL_RDMA, RDMA_ROUTE, paths, &len), -1);
+  EXPECT_EQ(errno, EINVAL);
+}
+
 TEST(RsocketStream, NonBlockingConnectBecomesWritable) {
   int l = listener(7602);
   int server = -1;
