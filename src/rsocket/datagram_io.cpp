@@ -12,17 +12,12 @@
 
 #include "rsocket/config.h"
 #include "rsocket/datagram.h"
+#include "rsocket/waiting.h"
 
 namespace rdmacm::rsocket {
 namespace {
 
 constexpr uint64_t kRecvFlag = 1ull << 63;
-
-uint64_t now_us() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<uint64_t>(t.tv_sec) * 1000000 + static_cast<uint64_t>(t.tv_nsec) / 1000;
-}
 
 // rdma-core's ds_valid_recv: room for the GRH and a well-formed header.
 bool valid(const uint8_t* slot, uint32_t byte_len) {
@@ -147,14 +142,7 @@ int DatagramSocket::process_cqs(bool nonblock, Test test) {
 }
 
 int DatagramSocket::completion(bool nonblock, Test test) {
-  uint64_t start = 0;
-  for (;;) {
-    int ret = process_cqs(true, test);
-    if (!ret || nonblock || ret != -EWOULDBLOCK) return ret;
-    if (!start) start = now_us();
-    if (now_us() - start > config().polling_time) break;
-  }
-  return process_cqs(false, test);
+  return spin_then_sleep(nonblock, [&](bool look_only) { return process_cqs(look_only, test); });
 }
 
 // As rdma-core's ds_recvfrom: one message per call, the rest of a message

@@ -24,20 +24,12 @@
 #include "core/cm.h"
 #include "rsocket/datagram.h"
 #include "rsocket/watcher.h"
+#include "rsocket/waiting.h"
 
 namespace rdmacm::rsocket {
 namespace {
 
 constexpr int kResolveTimeoutMs = 2000;
-
-void* forksafe_alloc(size_t len) {
-  long page = sysconf(_SC_PAGESIZE);
-  len = (len + page - 1) / page * page;
-  void* p = nullptr;
-  if (posix_memalign(&p, static_cast<size_t>(page), len)) return nullptr;
-  std::memset(p, 0, len);
-  return p;
-}
 
 void format_header(wire::DsHeader* hdr, const DatagramSocket::Addr& a) {
   *hdr = {};

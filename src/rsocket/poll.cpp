@@ -23,6 +23,7 @@
 #include "rsocket/config.h"
 #include "rsocket/socket.h"
 #include "rsocket/table.h"
+#include "rsocket/waiting.h"
 
 namespace rdmacm::rsocket {
 namespace {
@@ -31,12 +32,6 @@ std::mutex mutex;
 int signal_fd = -1;  // under mutex: made on first use
 unsigned pollers = 0;
 bool suspended = false;
-
-uint64_t now_us() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<uint64_t>(t.tv_sec) * 1000000 + static_cast<uint64_t>(t.tv_nsec) / 1000;
-}
 
 int signal_fd_get() {
   std::lock_guard lock(mutex);

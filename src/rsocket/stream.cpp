@@ -16,6 +16,7 @@
 #include "rsocket/config.h"
 #include "rsocket/service.h"
 #include "rsocket/table.h"
+#include "rsocket/waiting.h"
 
 namespace rdmacm::rsocket {
 namespace {
@@ -23,17 +24,6 @@ namespace {
 constexpr int kConnRetries = 6;
 constexpr uint16_t kQpMinSize = 16;
 constexpr uint16_t kQpMaxSize = 0xFFFE;
-
-// Whole pages, so that fork with RDMAV_FORK_SAFE never unmaps valid memory
-// in the child (MADV_DONTFORK works on pages).
-void* forksafe_alloc(size_t len) {
-  long page = sysconf(_SC_PAGESIZE);
-  len = (len + page - 1) / page * page;
-  void* p = nullptr;
-  if (posix_memalign(&p, static_cast<size_t>(page), len)) return nullptr;
-  std::memset(p, 0, len);
-  return p;
-}
 
 int set_fd_nonblocking(int fd, bool on) {
   int flags = fcntl(fd, F_GETFL);

@@ -11,17 +11,12 @@
 #include "core/cm.h"
 #include "rsocket/config.h"
 #include "rsocket/stream.h"
+#include "rsocket/waiting.h"
 
 namespace rdmacm::rsocket {
 namespace {
 
 constexpr uint64_t kRecvFlag = 1ull << 63;
-
-uint64_t now_us() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<uint64_t>(t.tv_sec) * 1000000 + static_cast<uint64_t>(t.tv_nsec) / 1000;
-}
 
 int post(ibv_qp* qp, ibv_send_wr& wr) {
   ibv_send_wr* bad;
@@ -280,14 +275,7 @@ int StreamSocket::process_cq(bool nonblock, Test test) {
 }
 
 int StreamSocket::completion(bool nonblock, Test test) {
-  uint64_t start = 0;
-  for (;;) {
-    int ret = process_cq(true, test);
-    if (!ret || nonblock || ret != -EWOULDBLOCK) return ret;
-    if (!start) start = now_us();
-    if (now_us() - start > config().polling_time) break;
-  }
-  return process_cq(false, test);
+  return spin_then_sleep(nonblock, [&](bool look_only) { return process_cq(look_only, test); });
 }
 
 void StreamSocket::send_keepalive() {
