@@ -116,6 +116,12 @@ RSPRELOAD_EXPORT int bind(int fd, const sockaddr* addr, socklen_t len) noexcept 
   if (ret == 0 && addr && len <= sizeof e->bound) {
     memcpy(&e->bound, addr, len);
     e->bound_len = len;
+  } else if (ret < 0 && (errno == EADDRNOTAVAIL || errno == ENODEV)) {
+    // No RDMA device has that address: the kernel's socket serves it.
+    e->kind.store(Kind::kernel, std::memory_order_release);
+    rclose(e->rfd);
+    e->rfd = -1;
+    return real::bind(fd, addr, len);
   }
   return ret;
 }
