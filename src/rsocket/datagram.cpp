@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <rdma/rsocket.h>
 #include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +23,13 @@
 
 namespace rdmacm::rsocket {
 namespace {
+
+// The kernel UDP sockets a datagram rsocket uses (its descriptor, the UDP
+// service, source address lookups), made by system call: under an LD_PRELOAD
+// socket() interposer (librspreload) socket() would make another rsocket.
+int kernel_udp_socket(int domain, int flags) {
+  return static_cast<int>(syscall(SYS_socket, domain, SOCK_DGRAM | flags, 0));
+}
 
 static_assert(wire::kUdpQkey == RDMA_UDP_QKEY);
 
@@ -85,7 +93,7 @@ DatagramSocket* DatagramSocket::create(int domain, int* err) {
   s->rq_size_ = c.rqsize_default;
   s->sq_inline_ = c.inline_default;
   // The fd is the UDP socket's, as rdma-core's (AF_IB has none: EAFNOSUPPORT).
-  s->fd_ = ::socket(domain, SOCK_DGRAM, 0);
+  s->fd_ = kernel_udp_socket(domain, 0);
   if (s->fd_ < 0 || (s->epfd_ = epoll_create1(EPOLL_CLOEXEC)) < 0) {
     *err = -errno;
     delete s;
@@ -161,7 +169,7 @@ int DatagramSocket::source_for(const sockaddr* dst, socklen_t dst_len, Addr* src
   }
   if (!any_addr(*src)) return 0;
   in_port_t port = src->sin.sin_port;  // same offset in sockaddr_in6
-  int sock = ::socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int sock = kernel_udp_socket(dst->sa_family, SOCK_CLOEXEC);
   if (sock < 0) return -errno;
   int err = 0;
   len = sizeof(*src);
