@@ -7,7 +7,6 @@
 #include <arpa/inet.h>
 #include <rdma/rsocket.h>
 #include <sys/epoll.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,18 +17,12 @@
 
 #include "core/cm.h"
 #include "rsocket/config.h"
+#include "rsocket/kernel_fds.h"
 #include "rsocket/option_value.h"
 #include "rsocket/table.h"
 
 namespace rdmacm::rsocket {
 namespace {
-
-// The kernel UDP sockets a datagram rsocket uses (its descriptor, the UDP
-// service, source address lookups), made by system call: under an LD_PRELOAD
-// socket() interposer (librspreload) socket() would make another rsocket.
-int kernel_udp_socket(int domain, int flags) {
-  return static_cast<int>(syscall(SYS_socket, domain, SOCK_DGRAM | flags, 0));
-}
 
 static_assert(wire::kUdpQkey == RDMA_UDP_QKEY);
 
@@ -94,7 +87,7 @@ DatagramSocket* DatagramSocket::create(int domain, int* err) {
   s->sq_inline_ = c.inline_default;
   // The fd is the UDP socket's, as rdma-core's (AF_IB has none: EAFNOSUPPORT).
   s->fd_ = kernel_udp_socket(domain, 0);
-  if (s->fd_ < 0 || (s->epfd_ = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+  if (s->fd_ < 0 || (s->epfd_ = kernel_epoll()) < 0) {
     *err = -errno;
     delete s;
     return nullptr;
