@@ -17,6 +17,8 @@ inline int kernel_udp_socket(int domain, int flags) {
   return static_cast<int>(syscall(SYS_socket, domain, SOCK_DGRAM | flags, 0));
 }
 
-inline int kernel_epoll() { return static_cast<int>(syscall(SYS_epoll_create1, EPOLL_CLOEXEC)); }
+inline int kernel_epoll(int flags = EPOLL_CLOEXEC) {
+  return static_cast<int>(syscall(SYS_epoll_create1, flags));
+}
 
 }  // namespace rdmacm::rsocket
