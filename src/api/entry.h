@@ -49,7 +49,4 @@ ssize_t call_ssize(F&& f) noexcept {
   }
 }
 
-// For entry points not implemented yet: documented failure, never a crash.
-inline int not_implemented() { return fail(ENOSYS); }
-
 }  // namespace rdmacm::api

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "rsocket/datagram.h"
+#include "rsocket/repoll.h"
 #include "rsocket/socket.h"
 #include "rsocket/stream.h"
 #include "rsocket/table.h"
@@ -76,6 +77,7 @@ int set_flags(int fd, int flags) { WITH_SOCKET(fd, s->set_flags(flags)); }
 int close(int fd) {
   Socket* s = find_socket(fd);
   if (!s) return -EBADF;
+  repoll_forget(s);
   if (s->close()) delete s;
   return 0;
 }
