@@ -15,10 +15,8 @@
 // fired plus the rsockets ready at the last look, never a scan of the set.
 //
 // Rsockets: level-triggered ones are reported while ready; edge-triggered
-// (EPOLLET) ones when they are ready after activity of their own (their
-// wake fd fired, they were just added or modified, the doorbell rang) or
-// ready for something new; EPOLLONESHOT ones once, then not until
-// EPOLL_CTL_MOD. An rsocket closed with rclose leaves every set (the kernel
+// (EPOLLET) ones when their readiness is news (see news()); EPOLLONESHOT
+// ones once, then not until EPOLL_CTL_MOD. An rsocket closed with rclose leaves every set (the kernel
 // drops a closed fd from epoll sets the same way).
 //
 // Locks: registry_mutex (the list of sets, for rclose) before a set's mutex,
@@ -134,7 +132,8 @@ class EpollSet final : public Socket {
     int wake_fd = -1;  // the socket's wait_fd, as registered in the kernel set
     uint32_t last = 0;  // readiness at the last look
     bool queued = false;    // in check_
-    bool activity = false;  // something happened since the last look
+    bool activity = false;  // its wake fd brought something since the last look
+    bool fresh = false;     // added or modified since the last look
     bool disarmed = false;  // EPOLLONESHOT, reported
   };
   using Members = std::unordered_map<int, Member>;
@@ -146,8 +145,9 @@ class EpollSet final : public Socket {
   int take_kernel(const epoll_event* kev, int n, epoll_event* out);
   int check(epoll_event* out, int room);
   uint32_t look(int fd, Member& m);
+  bool news(Member& m, uint32_t ready);
   void queue(int fd, Member& m);
-  void queue_all(bool activity);
+  void queue_all();
   void update_pending();
   int sleep_ms(int timeout, uint64_t start);
 
@@ -266,7 +266,7 @@ int EpollSet::control_socket(int op, int fd, Socket* s, const epoll_event* ev,
   m.data = ev->data;
   m.events = ev->events;
   m.disarmed = false;
-  m.activity = true;
+  m.fresh = true;
   queue(fd, m);
   update_pending();  // wakes a waiter to look at it
   return 0;
@@ -278,12 +278,9 @@ void EpollSet::queue(int fd, Member& m) {
   check_.push_back(fd);
 }
 
-void EpollSet::queue_all(bool activity) {
-  for (auto& [fd, m] : members_) {
-    if (!m.socket) continue;
-    if (activity) m.activity = true;
-    queue(fd, m);
-  }
+void EpollSet::queue_all() {
+  for (auto& [fd, m] : members_)
+    if (m.socket) queue(fd, m);
 }
 
 // The pending eventfd is readable exactly while some rsocket waits for a
@@ -311,11 +308,14 @@ uint32_t EpollSet::look(int fd, Member& m) {
     if (m.wake_fd >= 0) epoll_ctl(fd_, EPOLL_CTL_DEL, m.wake_fd, nullptr);
     epoll_event kev{EPOLLIN | EPOLLET, {.u64 = tag(fd, m.gen, true)}};
     m.wake_fd = epoll_ctl(fd_, EPOLL_CTL_ADD, wake, &kev) ? -1 : wake;
+    // A wake-up from before (a blocking rconnect's, say) is no news: the
+    // look below sees what it brought.
+    if (readable(wake)) s->consume_wakeup();
   }
   uint32_t interest = (m.events & kSocketEvents) | EPOLLERR | EPOLLHUP;
   // poll(2)'s and epoll(7)'s bits have the same values.
-  short polled = s->poll_state(static_cast<short>(interest & (POLLIN | POLLOUT | POLLPRI)));
-  uint32_t ready = static_cast<uint16_t>(polled) & (EPOLLIN | EPOLLOUT | EPOLLPRI | EPOLLERR | EPOLLHUP);
+  short polled = s->poll_state(static_cast<short>(interest & (POLLIN | POLLOUT | POLLPRI | POLLRDHUP)));
+  uint32_t ready = static_cast<uint16_t>(polled) & (kSocketEvents | EPOLLERR | EPOLLHUP);
   if (ready & EPOLLHUP) ready |= EPOLLRDHUP;  // the peer's side is closed too
   return ready & interest;
 }
@@ -327,8 +327,8 @@ int EpollSet::take_kernel(const epoll_event* kev, int n, epoll_event* out) {
   for (int i = 0; i < n; ++i) {
     uint64_t t = kev[i].data.u64;
     if (t == kPendingTag) continue;  // update_pending's business
-    if (t == kDoorbellTag) {
-      queue_all(true);
+    if (t == kDoorbellTag) {  // a state change: reported as one if it made something new
+      queue_all();
       continue;
     }
     auto it = members_.find(static_cast<int>(static_cast<uint32_t>(t)));
@@ -340,13 +340,29 @@ int EpollSet::take_kernel(const epoll_event* kev, int n, epoll_event* out) {
       out[got++] = {kev[i].events, m.data};
       continue;
     }
-    // Only if still there: another thread may have taken the event, and
-    // taking one that is not there would sleep.
-    if (m.wake_fd >= 0 && readable(m.wake_fd)) m.socket->consume_wakeup();
-    m.activity = true;
+    // Only if still there: another thread (the application's rrecv or
+    // rsend) may have taken the event, and what it brought; taking one that
+    // is not there would sleep.
+    if (m.wake_fd >= 0 && readable(m.wake_fd)) {
+      m.socket->consume_wakeup();
+      m.activity = true;
+    }
     queue(it->first, m);
   }
   return got;
+}
+
+// Whether an edge-triggered member's readiness is news: ready for something
+// it was not at the last look; just added or modified; readable after a
+// completion (it does not say what it brought, and a spurious report costs
+// the application one EAGAIN where a missed one would hang it); or room to
+// send after a send found none (completions of our own, credits sent and
+// acknowledged, are no news for a writer).
+bool EpollSet::news(Member& m, uint32_t ready) {
+  if (ready & ~m.last) return true;
+  if (m.fresh) return ready != 0;
+  if (m.activity && (ready & ~static_cast<uint32_t>(EPOLLOUT))) return true;
+  return (ready & EPOLLOUT) && m.socket->take_send_blocked();
 }
 
 // Looks at the queued rsockets, each at most once, until room runs out.
@@ -362,10 +378,11 @@ int EpollSet::check(epoll_event* out, int room) {
     if (m.disarmed) continue;
     uint32_t ready = look(fd, m);
     bool edge = m.events & EPOLLET;
-    bool report = ready && (!edge || m.activity || (ready & ~m.last));
+    bool report = !edge ? ready != 0 : news(m, ready);
     m.last = ready;
-    m.activity = false;
+    m.activity = m.fresh = false;
     if (report) {
+      if (ready & EPOLLOUT) m.socket->take_send_blocked();  // reported
       out[got++] = {ready, m.data};
       if (m.events & EPOLLONESHOT) m.disarmed = true;
     }
@@ -403,7 +420,7 @@ int EpollSet::wait(epoll_event* out, int max, int timeout) {
     std::lock_guard lock(mutex_);
     int got = take_kernel(kev, n, out);
     // Slept the whole interval: rpoll's safety net, a look at every rsocket.
-    if (!n && ms > 0 && sockets_) queue_all(false);
+    if (!n && ms > 0 && sockets_) queue_all();
     got += check(out + got, max - got);
     update_pending();
     if (got) return got;
