@@ -327,6 +327,55 @@ TEST_F(RepollTest, RsocketsMixWithOrdinaryFdsAndLeaveTheSetOnRclose) {
   close(e);
 }
 
+// Writable before its first send, as a UDP socket (poll_state's answer).
+TEST_F(RepollTest, ADatagramRsocketIsWritableBeforeItsFirstSend) {
+  int d = ::rsocket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(d, 0) << strerror(errno);
+  ASSERT_EQ(add(d, EPOLLIN | EPOLLOUT, 5), 0);
+  ASSERT_EQ(wait(0), 1);
+  EXPECT_EQ(got[0].events, EPOLLOUT);
+  EXPECT_EQ(got[0].data.u64, 5u);
+  ASSERT_EQ(mod(d, EPOLLIN, 6), 0);
+  EXPECT_EQ(wait(0), 0);
+  EXPECT_EQ(rclose(d), 0);
+}
+
+// repoll_ctl, and rclose of members, from one thread while another waits:
+// the waiter never fails, crashes or reports what it was not given.
+TEST_F(RepollTest, ControlWhileAnotherThreadWaits) {
+  int ready = eventfd(1, EFD_CLOEXEC);
+  ASSERT_EQ(add(ready, EPOLLIN, 99), 0);
+  std::atomic<bool> stop{false};
+  std::atomic<int> waits{0}, bad{0};
+  std::thread waiter([&] {
+    epoll_event ev[4];
+    while (!stop) {
+      int n = repoll_wait(ep, ev, 4, 10);
+      if (n < 1) ++bad;  // the eventfd is always ready
+      for (int i = 0; i < n; ++i)
+        if (ev[i].data.u64 != 99 && ev[i].data.u64 != 1 && ev[i].data.u64 != 2) ++bad;
+      ++waits;
+    }
+  });
+  while (!waits) std::this_thread::yield();
+  for (int i = 0; i < 200 && !HasFailure(); ++i) {
+    if (i % 20 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    int e = eventfd(1, EFD_CLOEXEC);
+    int s = ::rsocket(AF_INET, SOCK_STREAM, 0);
+    EXPECT_EQ(add(e, EPOLLIN, 1), 0);
+    EXPECT_EQ(add(s, EPOLLIN | EPOLLOUT, 2), 0);
+    EXPECT_EQ(mod(e, EPOLLIN | EPOLLET, 1), 0);
+    EXPECT_EQ(repoll_ctl(ep, EPOLL_CTL_DEL, e, nullptr), 0);
+    close(e);
+    EXPECT_EQ(rclose(s), 0);  // leaves the set while the waiter may be looking at it
+  }
+  stop = true;
+  waiter.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(waits.load(), 1);
+  close(ready);
+}
+
 // rclose(epfd) frees a set with members in it (rdma-core says EBUSY).
 TEST_F(RepollTest, RcloseFreesASetWithMembers) {
   int e = eventfd(0, EFD_CLOEXEC);
