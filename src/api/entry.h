@@ -59,7 +59,4 @@ ssize_t call_ssize(F&& f, const char* where = __builtin_FUNCTION()) noexcept {
   return r;
 }
 
-// For entry points not implemented yet: documented failure, never a crash.
-inline int not_implemented() { return fail(ENOSYS); }
-
 }  // namespace rdmacm::api
