@@ -6,6 +6,8 @@
 # directory: every program then loads our librdmacm.so.1 (ldconfig keeps
 # libraries of the same soname in the order of their directories, and the
 # loader takes the first). Its postrm deletes that file and reruns ldconfig.
+# The postinst writes it rather than the package shipping it: a shipped file
+# in /etc is a conffile, which dpkg -r leaves behind.
 set(RDMACM_DEB_PREFIX /opt/rdmacm)
 set(RDMACM_DEB_LIBDIR ${RDMACM_DEB_PREFIX}/${CMAKE_INSTALL_LIBDIR})
 set(RDMACM_DEB_LDCONF /etc/ld.so.conf.d/0-rdmacm.conf)
