@@ -309,9 +309,16 @@ uint32_t EpollSet::look(int fd, Member& m) {
     if (m.wake_fd >= 0) epoll_ctl(fd_, EPOLL_CTL_DEL, m.wake_fd, nullptr);
     epoll_event kev{EPOLLIN | EPOLLET, {.u64 = tag(fd, m.gen, true)}};
     m.wake_fd = epoll_ctl(fd_, EPOLL_CTL_ADD, wake, &kev) ? -1 : wake;
-    // A wake-up from before (a blocking rconnect's, say) is no news: the
-    // look below sees what it brought.
-    if (readable(wake)) s->consume_wakeup();
+    // A wake-up from before (a blocking rconnect's, or one that came while
+    // the socket was out of the set) is no news: the look below sees what it
+    // brought. Taking it used up the arming, so arm again, or nothing would
+    // wake this set until the next timeout (redis-benchmark, which deletes
+    // and adds its connection around every request, waited for its 250 ms
+    // timer each time).
+    if (readable(wake)) {
+      s->consume_wakeup();
+      s->wait_fd();
+    }
   }
   uint32_t interest = (m.events & kSocketEvents) | EPOLLERR | EPOLLHUP;
   // poll(2)'s and epoll(7)'s bits have the same values.
