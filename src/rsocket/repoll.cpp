@@ -136,6 +136,7 @@ class EpollSet final : public Socket {
     bool activity = false;  // its wake fd brought something since the last look
     bool fresh = false;     // added or modified since the last look
     bool disarmed = false;  // EPOLLONESHOT, reported
+    uint64_t looked = 0;    // the check() round that last looked at it
   };
   using Members = std::unordered_map<int, Member>;
 
@@ -154,7 +155,9 @@ class EpollSet final : public Socket {
 
   std::mutex mutex_;
   Members members_;
-  std::deque<int> check_;  // rsockets to look at before sleeping
+  std::deque<int> check_;  // rsockets to look at before sleeping (an fd may
+                           // also have stale entries from before a DEL)
+  uint64_t round_ = 0;     // check() calls, so that one reports an fd once
   unsigned sockets_ = 0;   // rsocket members
   uint32_t next_gen_ = 0;
   int pending_fd_ = -1;    // an eventfd in the set, readable while check_ is not empty
@@ -376,12 +379,17 @@ bool EpollSet::news(Member& m, uint32_t ready) {
 // Looks at the queued rsockets, each at most once, until room runs out.
 int EpollSet::check(epoll_event* out, int room) {
   int got = 0;
+  ++round_;
   for (size_t n = check_.size(); n && got < room; --n) {
     int fd = check_.front();
     check_.pop_front();
     auto it = members_.find(fd);
     if (it == members_.end() || !it->second.queued) continue;
     Member& m = it->second;
+    // A stale entry of an fd deleted and added again while queued: its
+    // live entry is further on, and the fd is looked at once per round.
+    if (m.looked == round_) continue;
+    m.looked = round_;
     m.queued = false;
     if (m.disarmed) continue;
     uint32_t ready = look(fd, m);

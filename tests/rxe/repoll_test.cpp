@@ -260,5 +260,48 @@ TEST(Repoll, ABlockedWaitSleepsUntilDataWakesIt) {
   EXPECT_LT(cpu, 0.2) << "the waiter spun";
 }
 
+// As redis-benchmark's event loop does: the connection leaves the set after
+// each reply and joins it again (for writing, then for reading) around each
+// request. Each reply must wake the wait; a wake-up taken on re-joining and
+// not re-armed left the waiter asleep until its timeout, every time.
+TEST(Repoll, AConnectionThatLeavesAndRejoinsTheSetIsWokenByEachReply) {
+  Pair p(7628);
+  int flags = rfcntl(p.client, F_GETFL);
+  ASSERT_EQ(rfcntl(p.client, F_SETFL, flags | O_NONBLOCK), 0);
+  long before = sent_packets();
+  std::thread echo([&] {  // a server on a set of its own, as redis-server
+    Set server;
+    server.add(p.server, EPOLLIN, 3);
+    char b[16];
+    for (int i = 0; i < 20; i++) {
+      if (server.wait(5000) != 1 || recv_all(p.server, b, sizeof b) != ssize_t(sizeof b)) return;
+      rsend(p.server, b, sizeof b, 0);
+    }
+  });
+  struct Join {
+    std::thread& t;
+    int fd;
+    ~Join() {
+      rshutdown(fd, SHUT_RDWR);  // ends the echo if a round failed
+      t.join();
+    }
+  } join{echo, p.client};
+  Set set;
+  char b[16] = {};
+  for (int i = 0; i < 20; i++) {
+    ASSERT_EQ(set.add(p.client, EPOLLOUT, 1), 0);
+    ASSERT_EQ(set.wait(2000), 1) << "round " << i << ": not writable";
+    ASSERT_EQ(rsend(p.client, b, sizeof b, 0), ssize_t(sizeof b));
+    ASSERT_EQ(set.ctl(EPOLL_CTL_DEL, p.client, 0, 0), 0);
+    ASSERT_EQ(set.add(p.client, EPOLLIN, 2), 0);
+    ssize_t n;
+    while ((n = rrecv(p.client, b, sizeof b, 0)) < 0 && errno == EAGAIN)
+      ASSERT_EQ(set.wait(2000), 1) << "round " << i << ": the reply did not wake the wait";
+    ASSERT_EQ(n, ssize_t(sizeof b));
+    ASSERT_EQ(set.ctl(EPOLL_CTL_DEL, p.client, 0, 0), 0);
+  }
+  EXPECT_GE(sent_packets() - before, 40);
+}
+
 }  // namespace
 }  // namespace rdmacm::rxe
