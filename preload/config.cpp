@@ -1,0 +1,126 @@
+#include "config.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <rdma/rsocket.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+namespace rspreload {
+namespace {
+
+constexpr const char* kConfig = "/etc/rdma/rsocket/preload_config";
+constexpr int kAny = -1;
+
+struct Rule {
+  char program[64];
+  int domain, type, protocol;
+};
+
+Settings the_settings;
+Rule* rules;
+int rule_count;
+pthread_once_t once = PTHREAD_ONCE_INIT;
+
+int env_int(const char* name) {
+  const char* v = getenv(name);
+  return v ? atoi(v) : 0;
+}
+
+// One of the names in `names` (NULL-terminated pairs of spelling and value),
+// kAny for "*", or -2 when the word means nothing.
+int word(const char* w, const char* const* names, const int* values) {
+  if (!strcmp(w, "*")) return kAny;
+  for (int i = 0; names[i]; i++)
+    if (!strcasecmp(w, names[i])) return values[i];
+  return -2;
+}
+
+bool parse(const char* line, Rule* r) {
+  char dom[16], type[16], proto[16];
+  if (line[0] == '#' ||
+      sscanf(line, "%63s%15s%15s%15s", r->program, dom, type, proto) != 4)
+    return false;
+  static const char* const dnames[] = {"INET", "AF_INET", "PF_INET", "INET6", "AF_INET6",
+                                       "PF_INET6", "IB", "AF_IB", "PF_IB", nullptr};
+  static const int dvalues[] = {AF_INET, AF_INET, AF_INET, AF_INET6, AF_INET6,
+                                AF_INET6, AF_IB, AF_IB, AF_IB};
+  static const char* const tnames[] = {"STREAM", "SOCK_STREAM", "DGRAM", "SOCK_DGRAM", nullptr};
+  static const int tvalues[] = {SOCK_STREAM, SOCK_STREAM, SOCK_DGRAM, SOCK_DGRAM};
+  static const char* const pnames[] = {"TCP", "IPPROTO_TCP", "UDP", "IPPROTO_UDP", nullptr};
+  static const int pvalues[] = {IPPROTO_TCP, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_UDP};
+  r->domain = word(dom, dnames, dvalues);
+  r->type = word(type, tnames, tvalues);
+  r->protocol = word(proto, pnames, pvalues);
+  return r->domain != -2 && r->type != -2 && r->protocol != -2;
+}
+
+void load() {
+  the_settings.sq_size = env_int("RS_SQ_SIZE");
+  the_settings.rq_size = env_int("RS_RQ_SIZE");
+  the_settings.inline_size = env_int("RS_INLINE");
+  the_settings.fork_safe = env_int("RDMAV_FORK_SAFE") != 0;
+
+  int saved = errno;
+  FILE* f = fopen(kConfig, "re");
+  if (f) {
+    char line[160];
+    Rule r;
+    while (fgets(line, sizeof line, f)) {
+      if (!parse(line, &r)) continue;
+      Rule* grown = static_cast<Rule*>(realloc(rules, (rule_count + 1) * sizeof(Rule)));
+      if (!grown) break;
+      rules = grown;
+      rules[rule_count++] = r;
+    }
+    fclose(f);
+  }
+  errno = saved;
+}
+
+bool matches(const Rule& r, int domain, int type, int protocol) {
+  if (strcmp(r.program, "*") &&
+      strncasecmp(r.program, program_invocation_short_name, strlen(r.program)))
+    return false;
+  return (r.domain == kAny || r.domain == domain) && (r.type == kAny || r.type == type) &&
+         (r.protocol == kAny || r.protocol == protocol);
+}
+
+}  // namespace
+
+const Settings& settings() {
+  pthread_once(&once, load);
+  return the_settings;
+}
+
+bool wanted(int domain, int type, int protocol) {
+  if (domain != AF_INET && domain != AF_INET6 && domain != AF_IB) return false;
+  if (type == SOCK_STREAM) {
+    if (protocol && protocol != IPPROTO_TCP) return false;
+    protocol = IPPROTO_TCP;
+  } else if (type == SOCK_DGRAM) {
+    if (protocol && protocol != IPPROTO_UDP) return false;
+    protocol = IPPROTO_UDP;
+  } else {
+    return false;
+  }
+  settings();
+  if (!rule_count) return true;
+  for (int i = 0; i < rule_count; i++)
+    if (matches(rules[i], domain, type, protocol)) return true;
+  return false;
+}
+
+void apply_settings(int rfd) {
+  const Settings& s = settings();
+  if (s.sq_size) rsetsockopt(rfd, SOL_RDMA, RDMA_SQSIZE, &s.sq_size, sizeof s.sq_size);
+  if (s.rq_size) rsetsockopt(rfd, SOL_RDMA, RDMA_RQSIZE, &s.rq_size, sizeof s.rq_size);
+  if (s.inline_size)
+    rsetsockopt(rfd, SOL_RDMA, RDMA_INLINE, &s.inline_size, sizeof s.inline_size);
+}
+
+}  // namespace rspreload

@@ -1,0 +1,117 @@
+// close, close_range, dup, dup2, dup3, fcntl, fcntl64, ioctl: the calls on
+// descriptor numbers. dup()s share their placeholder's entry, as the kernel
+// shares one open socket between its descriptors; the rsocket closes with the
+// last of them.
+#include <linux/close_range.h>
+#include <rdma/rsocket.h>
+#include <stdarg.h>
+
+#include "interpose.h"
+
+using namespace rspreload;
+
+namespace {
+
+// `nfd` is a new descriptor for what `fd` was (dup, F_DUPFD, dup2, dup3).
+int share(int fd, int nfd) {
+  if (nfd < 0) return nfd;
+  Entry* e = find_entry(fd);
+  if (e) {
+    e->refs.fetch_add(1, std::memory_order_acq_rel);
+    if (!map_fd(nfd, e)) release(e);
+  } else if (Entry* stale = unmap_fd(nfd)) {
+    release(stale);  // dup2/dup3 closed what nfd was
+  }
+  return nfd;
+}
+
+int dup_onto(int fd, int nfd, int flags, bool three) {
+  if (fd == nfd && !three) return real::dup2(fd, nfd);
+  int ret = three ? real::dup3(fd, nfd, flags) : real::dup2(fd, nfd);
+  if (ret < 0) return ret;
+  if (find_entry(fd) && find_entry(nfd) == find_entry(fd)) return ret;
+  if (Entry* old = unmap_fd(nfd)) release(old);
+  return share(fd, ret);
+}
+
+template <typename Next>
+int fcntl_common(Next& next, int fd, int cmd, unsigned long arg) {
+  switch (cmd) {
+    case F_DUPFD:
+    case F_DUPFD_CLOEXEC:
+      return share(fd, next(fd, cmd, arg));
+    case F_SETFL:
+      if (Entry* e = rsocket_entry(fd)) {
+        if (rfcntl(e->rfd, F_SETFL, static_cast<int>(arg)) < 0) return -1;
+      }
+      return next(fd, cmd, arg);
+    default:
+      // The placeholder answers the rest: F_GETFL (kept equal to the
+      // rsocket's), descriptor flags, owners, locks.
+      return next(fd, cmd, arg);
+  }
+}
+
+}  // namespace
+
+RSPRELOAD_EXPORT int close(int fd) {
+  Entry* e = unmap_fd(fd);
+  int ret = real::close(fd);
+  if (e) {
+    int saved = errno;
+    int closed = release(e);
+    if (ret == 0 && closed < 0) return -1;
+    errno = saved;
+  }
+  return ret;
+}
+
+RSPRELOAD_EXPORT int close_range(unsigned first, unsigned last, int flags) noexcept {
+  int ret = real::close_range(first, last, flags);
+  if (ret == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
+    for (unsigned fd = first; fd <= last && fd < (1u << 20); fd++) {
+      if (Entry* e = unmap_fd(static_cast<int>(fd))) release(e);
+    }
+  }
+  return ret;
+}
+
+RSPRELOAD_EXPORT int dup(int fd) noexcept { return share(fd, real::dup(fd)); }
+
+RSPRELOAD_EXPORT int dup2(int fd, int nfd) noexcept { return dup_onto(fd, nfd, 0, false); }
+
+RSPRELOAD_EXPORT int dup3(int fd, int nfd, int flags) noexcept {
+  return dup_onto(fd, nfd, flags, true);
+}
+
+RSPRELOAD_EXPORT int fcntl(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  unsigned long arg = va_arg(ap, unsigned long);
+  va_end(ap);
+  return fcntl_common(real::fcntl, fd, cmd, arg);
+}
+
+RSPRELOAD_EXPORT int fcntl64(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  unsigned long arg = va_arg(ap, unsigned long);
+  va_end(ap);
+  return fcntl_common(real::fcntl64, fd, cmd, arg);
+}
+
+RSPRELOAD_EXPORT int ioctl(int fd, unsigned long request, ...) noexcept {
+  va_list ap;
+  va_start(ap, request);
+  void* arg = va_arg(ap, void*);
+  va_end(ap);
+  if (request == FIONBIO && arg) {
+    if (Entry* e = rsocket_entry(fd)) {
+      int flags = real::fcntl(fd, F_GETFL);
+      if (flags < 0) return -1;
+      flags = *static_cast<int*>(arg) ? flags | O_NONBLOCK : flags & ~O_NONBLOCK;
+      if (rfcntl(e->rfd, F_SETFL, flags) < 0) return -1;
+    }
+  }
+  return real::ioctl(fd, request, arg);
+}

@@ -1,0 +1,52 @@
+// What every interposing file shares: the export marker, errno helpers and
+// the descriptor a new placeholder is made with.
+#pragma once
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include "fd_map.h"
+#include "real_calls.h"
+
+#define RSPRELOAD_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace rspreload {
+
+inline int fail(int err) {
+  errno = err;
+  return -1;
+}
+
+// The kernel socket that stands for an rsocket of `domain` and `type`
+// (AF_IB has no kernel sockets: an AF_INET6 one stands in).
+inline int make_placeholder(int domain, int type) {
+  return real::socket(domain == AF_IB ? AF_INET6 : domain, type, 0);
+}
+
+// A new entry for rsocket `rfd`, mapped at placeholder `fd`; on failure the
+// rsocket is closed and false returned (the placeholder stays a plain socket).
+bool adopt_rsocket(int fd, int rfd, int domain);
+
+// Whether a failed rsocket option call means "rsockets do not have this
+// option" (so the placeholder answers as a kernel socket would).
+inline bool unsupported(int err) {
+  return err == ENOTSUP || err == EOPNOTSUPP || err == ENOPROTOOPT;
+}
+
+// Runs `wait` with `mask` as the thread's signal mask (ppoll, pselect,
+// epoll_pwait): rsockets have no atomic variant, so the mask is swapped
+// around the wait.
+template <typename Wait>
+int with_sigmask(const sigset_t* mask, Wait wait) {
+  if (!mask) return wait();
+  sigset_t old;
+  pthread_sigmask(SIG_SETMASK, mask, &old);
+  int ret = wait();
+  int saved = errno;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = saved;
+  return ret;
+}
+
+}  // namespace rspreload

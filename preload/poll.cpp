@@ -1,0 +1,161 @@
+// poll, ppoll, select, pselect (and __poll_chk, __ppoll_chk): when no
+// descriptor in the call is an rsocket they are libc's; otherwise rpoll
+// waits on the rsockets' own descriptors and the ordinary ones together.
+// select's sets are read and written the way the kernel's select does:
+// readable on POLLIN/POLLHUP/POLLERR, writable on POLLOUT/POLLERR,
+// exceptional on POLLPRI (rdma-core's mapping put HUP and ERR in the
+// exception set, which socat read as a failure).
+#include <rdma/rsocket.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "interpose.h"
+
+using namespace rspreload;
+
+extern "C" [[noreturn]] void __chk_fail(void);
+
+namespace {
+
+// A per-thread array of pollfds for rpoll, grown as needed.
+pollfd* scratch(nfds_t n) {
+  static thread_local pollfd* fds;
+  static thread_local nfds_t size;
+  if (n > size) {
+    pollfd* grown = static_cast<pollfd*>(realloc(fds, n * sizeof(pollfd)));
+    if (!grown) return nullptr;
+    fds = grown;
+    size = n;
+  }
+  return fds;
+}
+
+int to_ms(const timespec* ts) {
+  if (!ts) return -1;
+  long long ms = ts->tv_sec * 1000LL + (ts->tv_nsec + 999999) / 1000000;
+  return ms > 0x7fffffff ? 0x7fffffff : static_cast<int>(ms);
+}
+
+bool any_rsocket(const pollfd* fds, nfds_t n) {
+  for (nfds_t i = 0; i < n; i++)
+    if (rsocket_entry(fds[i].fd)) return true;
+  return false;
+}
+
+int poll_rsockets(pollfd* fds, nfds_t n, int timeout, const sigset_t* mask) {
+  pollfd* r = scratch(n);
+  if (!r) return fail(ENOMEM);
+  for (nfds_t i = 0; i < n; i++) {
+    Entry* e = rsocket_entry(fds[i].fd);
+    r[i] = {e ? e->rfd : fds[i].fd, fds[i].events, 0};
+  }
+  int ret = with_sigmask(mask, [&] { return rpoll(r, n, timeout); });
+  if (ret >= 0)
+    for (nfds_t i = 0; i < n; i++) fds[i].revents = r[i].revents;
+  return ret;
+}
+
+bool any_rsocket_in(int nfds, const fd_set* rd, const fd_set* wr, const fd_set* ex) {
+  for (int fd = 0; fd < nfds; fd++) {
+    if ((rd && FD_ISSET(fd, rd)) || (wr && FD_ISSET(fd, wr)) || (ex && FD_ISSET(fd, ex))) {
+      if (rsocket_entry(fd)) return true;
+    }
+  }
+  return false;
+}
+
+int select_rsockets(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int timeout,
+                    const sigset_t* mask) {
+  pollfd* fds = scratch(static_cast<nfds_t>(nfds));
+  int* user = static_cast<int*>(alloca(sizeof(int) * (nfds ? nfds : 1)));
+  if (!fds) return fail(ENOMEM);
+  nfds_t n = 0;
+  for (int fd = 0; fd < nfds; fd++) {
+    short events = 0;
+    if (rd && FD_ISSET(fd, rd)) events |= POLLIN;
+    if (wr && FD_ISSET(fd, wr)) events |= POLLOUT;
+    if (ex && FD_ISSET(fd, ex)) events |= POLLPRI;
+    if (!events) continue;
+    Entry* e = rsocket_entry(fd);
+    fds[n] = {e ? e->rfd : fd, events, 0};
+    user[n++] = fd;
+  }
+  int ret = with_sigmask(mask, [&] { return rpoll(fds, n, timeout); });
+  if (ret < 0) return ret;
+  for (nfds_t i = 0; i < n; i++)
+    if (fds[i].revents & POLLNVAL) return fail(EBADF);
+  if (rd) FD_ZERO(rd);
+  if (wr) FD_ZERO(wr);
+  if (ex) FD_ZERO(ex);
+  int count = 0;
+  for (nfds_t i = 0; i < n; i++) {
+    short got = fds[i].revents;
+    if (rd && (fds[i].events & POLLIN) && (got & (POLLIN | POLLHUP | POLLERR))) {
+      FD_SET(user[i], rd);
+      count++;
+    }
+    if (wr && (fds[i].events & POLLOUT) && (got & (POLLOUT | POLLERR))) {
+      FD_SET(user[i], wr);
+      count++;
+    }
+    if (ex && (fds[i].events & POLLPRI) && (got & POLLPRI)) {
+      FD_SET(user[i], ex);
+      count++;
+    }
+  }
+  return count;
+}
+
+}  // namespace
+
+RSPRELOAD_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
+  if (!fds || !any_rsocket(fds, n)) return real::poll(fds, n, timeout);
+  return poll_rsockets(fds, n, timeout, nullptr);
+}
+
+RSPRELOAD_EXPORT int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t fdslen) {
+  if (fdslen / sizeof(*fds) < n) __chk_fail();
+  return poll(fds, n, timeout);
+}
+
+RSPRELOAD_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* ts, const sigset_t* mask) {
+  if (!fds || !any_rsocket(fds, n)) return real::ppoll(fds, n, ts, mask);
+  return poll_rsockets(fds, n, to_ms(ts), mask);
+}
+
+RSPRELOAD_EXPORT int __ppoll_chk(pollfd* fds, nfds_t n, const timespec* ts, const sigset_t* mask,
+                                 size_t fdslen) {
+  if (fdslen / sizeof(*fds) < n) __chk_fail();
+  return ppoll(fds, n, ts, mask);
+}
+
+RSPRELOAD_EXPORT int select(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, timeval* tv) {
+  if (nfds < 0 || nfds > FD_SETSIZE || !any_rsocket_in(nfds, rd, wr, ex))
+    return real::select(nfds, rd, wr, ex, tv);
+  timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  int timeout = -1;
+  if (tv) {
+    long long ms = tv->tv_sec * 1000LL + (tv->tv_usec + 999) / 1000;
+    timeout = ms > 0x7fffffff ? 0x7fffffff : static_cast<int>(ms);
+  }
+  int ret = select_rsockets(nfds, rd, wr, ex, timeout, nullptr);
+  if (tv) {
+    // Linux's select leaves the time not slept in *tv.
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long long left = (tv->tv_sec * 1000000LL + tv->tv_usec) -
+                     ((now.tv_sec - start.tv_sec) * 1000000LL + (now.tv_nsec - start.tv_nsec) / 1000);
+    if (left < 0) left = 0;
+    tv->tv_sec = left / 1000000;
+    tv->tv_usec = left % 1000000;
+  }
+  return ret;
+}
+
+RSPRELOAD_EXPORT int pselect(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, const timespec* ts,
+                             const sigset_t* mask) {
+  if (nfds < 0 || nfds > FD_SETSIZE || !any_rsocket_in(nfds, rd, wr, ex))
+    return real::pselect(nfds, rd, wr, ex, ts, mask);
+  return select_rsockets(nfds, rd, wr, ex, to_ms(ts), mask);
+}

@@ -1,0 +1,167 @@
+// socket, bind, listen, accept, accept4, connect, shutdown, getsockname,
+// getpeername: the calls that make and name connections.
+#include <netinet/in.h>
+#include <new>
+#include <rdma/rsocket.h>
+#include <string.h>
+
+#include "config.h"
+#include "interpose.h"
+
+using namespace rspreload;
+
+namespace rspreload {
+
+bool adopt_rsocket(int fd, int rfd, int domain) {
+  Entry* e = new (std::nothrow) Entry;
+  if (e) {
+    e->rfd = rfd;
+    e->domain = domain;
+    e->kind.store(Kind::rsocket, std::memory_order_release);
+    if (map_fd(fd, e)) return true;
+    delete e;
+  }
+  int saved = errno;
+  rclose(rfd);
+  errno = saved;
+  return false;
+}
+
+}  // namespace rspreload
+
+namespace {
+
+// rsocket() of a datagram socket makes a UDP socket of its own: that one must
+// not become an rsocket in turn.
+thread_local bool inside_rsocket;
+
+int accept_common(int fd, sockaddr* addr, socklen_t* len, int flags, bool with_flags) {
+  Entry* e = rsocket_entry(fd);
+  if (!e) {
+    Entry* pending = find_entry(fd);
+    int nfd = with_flags ? real::accept4(fd, addr, len, flags) : real::accept(fd, addr, len);
+    if (nfd < 0 || !pending || pending->fork != ForkRole::listening) return nfd;
+    Entry* child = new (std::nothrow) Entry;  // moves to RDMA at first use
+    if (child) {
+      child->domain = pending->domain;
+      child->fork = ForkRole::passive;
+      child->kind.store(Kind::fork_pending, std::memory_order_release);
+      if (!map_fd(nfd, child)) delete child;
+    }
+    return nfd;
+  }
+  if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) return fail(EINVAL);
+  int rfd = raccept(e->rfd, addr, len);
+  if (rfd < 0) return -1;
+  int nfd = make_placeholder(e->domain, SOCK_STREAM | flags);
+  if (nfd < 0) {
+    int saved = errno;
+    rclose(rfd);
+    return fail(saved);
+  }
+  if (flags & SOCK_NONBLOCK) rfcntl(rfd, F_SETFL, O_NONBLOCK);
+  if (!adopt_rsocket(nfd, rfd, e->domain)) {
+    int saved = errno;
+    real::close(nfd);
+    return fail(saved);
+  }
+  return nfd;
+}
+
+// connect() found no RDMA path: the placeholder, a TCP socket already carrying
+// the options and flags the program set, makes the connection instead.
+void fall_back_to_tcp(int fd, Entry* e) {
+  e->kind.store(Kind::kernel, std::memory_order_release);
+  rclose(e->rfd);
+  e->rfd = -1;
+  if (e->bound_len) real::bind(fd, reinterpret_cast<sockaddr*>(&e->bound), e->bound_len);
+}
+
+}  // namespace
+
+RSPRELOAD_EXPORT int socket(int domain, int type, int protocol) noexcept {
+  int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (inside_rsocket || !wanted(domain, base, protocol))
+    return real::socket(domain, type, protocol);
+  int fd = make_placeholder(domain, type);
+  if (fd < 0) return fd;
+  int saved = errno;
+  if (settings().fork_safe && base == SOCK_STREAM) {
+    Entry* e = new (std::nothrow) Entry;
+    if (e) {
+      e->domain = domain;
+      e->kind.store(Kind::fork_pending, std::memory_order_release);
+      if (!map_fd(fd, e)) delete e;
+    }
+    errno = saved;
+    return fd;
+  }
+  inside_rsocket = true;
+  int rfd = rsocket(domain, base, protocol);
+  inside_rsocket = false;
+  if (rfd >= 0) {
+    if (type & SOCK_NONBLOCK) rfcntl(rfd, F_SETFL, O_NONBLOCK);
+    apply_settings(rfd);
+    adopt_rsocket(fd, rfd, domain);
+  }
+  // Without an RDMA device the kernel's socket is the program's socket.
+  errno = saved;
+  return fd;
+}
+
+RSPRELOAD_EXPORT int bind(int fd, const sockaddr* addr, socklen_t len) noexcept {
+  Entry* e = rsocket_entry(fd);
+  if (!e) return real::bind(fd, addr, len);
+  int ret = rbind(e->rfd, addr, len);
+  if (ret == 0 && addr && len <= sizeof e->bound) {
+    memcpy(&e->bound, addr, len);
+    e->bound_len = len;
+  }
+  return ret;
+}
+
+RSPRELOAD_EXPORT int listen(int fd, int backlog) noexcept {
+  if (Entry* e = rsocket_entry(fd)) return rlisten(e->rfd, backlog);
+  int ret = real::listen(fd, backlog);
+  Entry* pending = find_entry(fd);
+  if (ret == 0 && pending && pending->kind.load() == Kind::fork_pending)
+    pending->fork = ForkRole::listening;
+  return ret;
+}
+
+RSPRELOAD_EXPORT int accept(int fd, sockaddr* addr, socklen_t* len) {
+  return accept_common(fd, addr, len, 0, false);
+}
+
+RSPRELOAD_EXPORT int accept4(int fd, sockaddr* addr, socklen_t* len, int flags) {
+  return accept_common(fd, addr, len, flags, true);
+}
+
+RSPRELOAD_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
+  Entry* e = find_entry(fd);
+  if (e && e->kind.load(std::memory_order_acquire) == Kind::rsocket) {
+    if (rconnect(e->rfd, addr, len) == 0) return 0;
+    if (errno == EINPROGRESS || errno == EALREADY || errno == EISCONN || errno == EINTR ||
+        errno == EAGAIN || errno == EBADF || errno == EFAULT || errno == EINVAL)
+      return -1;
+    fall_back_to_tcp(fd, e);
+  } else if (e && e->kind.load(std::memory_order_acquire) == Kind::fork_pending) {
+    e->fork = ForkRole::active;
+  }
+  return real::connect(fd, addr, len);
+}
+
+RSPRELOAD_EXPORT int shutdown(int fd, int how) noexcept {
+  Entry* e = rsocket_entry(fd);
+  return e ? rshutdown(e->rfd, how) : real::shutdown(fd, how);
+}
+
+RSPRELOAD_EXPORT int getsockname(int fd, sockaddr* addr, socklen_t* len) noexcept {
+  Entry* e = rsocket_entry(fd);
+  return e ? rgetsockname(e->rfd, addr, len) : real::getsockname(fd, addr, len);
+}
+
+RSPRELOAD_EXPORT int getpeername(int fd, sockaddr* addr, socklen_t* len) noexcept {
+  Entry* e = rsocket_entry(fd);
+  return e ? rgetpeername(e->rfd, addr, len) : real::getpeername(fd, addr, len);
+}
