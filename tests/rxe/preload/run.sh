@@ -5,7 +5,7 @@
 # Soft-RoCE VM).
 #
 #   run.sh [--lib PATH] [--rdmacm PATH] [--only REGEX] [--except REGEX]
-#          [--expect-fail REGEX] [--scale PERCENT] [--strace] [--keep]
+#          [--expect-fail REGEX [--expect-reason REGEX]] [--scale PERCENT] [--strace] [--keep]
 #          [--logdir DIR] [--save DIR] [--list]
 #
 #   --lib PATH     the preload under test (default: rdma-core's,
@@ -18,6 +18,8 @@
 #   --expect-fail REGEX  cases known to fail with this preload: their failure
 #                  is XFAIL (not counted), their success XPASS (counted as a
 #                  failure: the known pattern changed, update the caller)
+#   --expect-reason REGEX  an expected failure counts only if its reason
+#                  matches (grep -E), else it is FAIL
 #   --scale P      multiply every time limit by P percent (default 100)
 #   --strace       run every process under strace -f (logs kept in the case's directory)
 #   --keep         keep the logs (default: removed when nothing failed)
@@ -52,7 +54,7 @@ HERE=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
 . "$HERE/../interop/lib.sh"
 
 LIB=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
-RDMACM='' ONLY='' EXCEPT='' XFAIL_RE='' SCALE=100 STRACE=0 KEEP=0 LOGROOT='' SAVE='' LIST=0
+RDMACM='' ONLY='' EXCEPT='' XFAIL_RE='' XREASON_RE='' SCALE=100 STRACE=0 KEEP=0 LOGROOT='' SAVE='' LIST=0
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -61,6 +63,7 @@ while [ $# -gt 0 ]; do
 	--only) ONLY=$2; shift ;;
 	--except) EXCEPT=$2; shift ;;
 	--expect-fail) XFAIL_RE=$2; shift ;;
+	--expect-reason) XREASON_RE=$2; shift ;;
 	--scale) SCALE=$2; shift ;;
 	--strace) STRACE=1 ;;
 	--keep) KEEP=1 ;;
@@ -378,14 +381,20 @@ run_case() {
 	done
 	pkts=$(($(sent_pkts) - p0)) lo=$(($(lo_bytes) - l0))
 	secs=$(secs_since "$t0")
-	check_loaded
 	MIN_PKTS=${MIN_PKTS:-$((BYTES / 2048))}
 	[ "$pkts" -ge "$MIN_PKTS" ] ||
 		why "only $pkts packets left $RXE_DEV (at least $MIN_PKTS expected for $BYTES bytes): the data did not cross the RDMA device"
 	[ "$lo" -lt $((BYTES / 2)) ] ||
 		why "$lo bytes crossed lo (the case moves $BYTES): kernel sockets carried the data"
+	check_loaded
 	if [ -n "$XFAIL_RE" ] && grep -Eqx -- "$XFAIL_RE" <<< "$name"; then
-		if [ -n "$WHY" ]; then verdict=XFAIL XFAILED=$((XFAILED + 1)); else verdict=XPASS FAILED=$((FAILED + 1)); fi
+		if [ -z "$WHY" ]; then
+			verdict=XPASS FAILED=$((FAILED + 1))
+		elif [ -n "$XREASON_RE" ] && ! grep -Eq -- "$XREASON_RE" <<< "$WHY"; then
+			verdict=FAIL FAILED=$((FAILED + 1)) WHY="failed, but not as expected ('$XREASON_RE'): $WHY"
+		else
+			verdict=XFAIL XFAILED=$((XFAILED + 1))
+		fi
 	elif [ -n "$WHY" ]; then
 		verdict=FAIL FAILED=$((FAILED + 1))
 	else
