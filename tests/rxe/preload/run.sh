@@ -292,12 +292,12 @@ case_iperf3() {
 case_memcached() {
 	# memcslap's load, then a 500 KB value stored with memccp and read back
 	# with memccat.
-	local s="--servers=$RXE_IP:$PORT" n=2000
+	local s="--servers=$RXE_IP:$PORT" n=500
 	BYTES=$((500 * 1000 * 2)) MIN_PKTS=$n
 	head -c $((500 * 1000)) /dev/urandom > "$DIR/value"
 	srv memcached rdma "$PORT" 120 memcached -u root -l "$RXE_IP" -p "$PORT" -U 0 -t 2 -m 64
-	cli slap-set 60 memcslap "$s" --test=set --execute-number=$n --concurrency=2
-	cli slap-get 60 memcslap "$s" --test=get --execute-number=$n --concurrency=2
+	cli slap-set 30 memcslap "$s" --test=set --execute-number=$n --concurrency=2
+	cli slap-get 30 memcslap "$s" --test=get --execute-number=$n --concurrency=2
 	cli memccp 30 memccp "$s" "$DIR/value"
 	cli memccat 30 memccat "$s" --file="$DIR/copy" value
 	srv_alive memcached
