@@ -31,7 +31,9 @@
 # Every process of every case runs with LD_PRELOAD=<the preload> under
 # `timeout`, so no hang outlives its case. A case passes only if
 #   - its programs did their job (exit statuses, result lines, files compared
-#     with cmp, values read back);
+#     with cmp, values read back), and a server that serves until stopped
+#     (memcached, sockperf, redis) is alive and idle (under half a CPU over a
+#     second) once its clients are done;
 #   - every process loaded the preload (LD_DEBUG=files: "calling init: <lib>")
 #     and the servers map it (/proc/PID/maps);
 #   - a stream server listened as an rsocket (an rdma_cm id in `rdma res
@@ -216,6 +218,21 @@ srv_alive() {
 	return 1
 }
 
+# srv_idle ROLE: a server with no client left does not spin: it used less
+# than half a CPU over a second (a readiness call that never blocks, e.g. an
+# epoll that sees only a placeholder socket, keeps it busy).
+srv_idle() {
+	local p t0 t1
+	[ -z "$WHY" ] || return 1
+	p=$(prog_pid "${SRV_PID[$1]}")
+	[ -n "$p" ] || return 0
+	t0=$(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null) || return 0
+	sleep 1
+	t1=$(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null) || return 0
+	[ $((t1 - t0)) -lt $(($(getconf CLK_TCK) / 2)) ] ||
+		why "$1 spins with no client: $((t1 - t0)) clock ticks of CPU in 1s (a readiness call that never blocks?)"
+}
+
 same_file() { # same_file A B: B is a copy of A
 	cmp -s "$1" "$2" || why "$(basename "$2") differs from the source ($(stat -c %s "$2" 2>/dev/null || echo no) bytes of $(stat -c %s "$1"))"
 }
@@ -301,6 +318,7 @@ case_memcached() {
 	cli memccp 30 memccp "$s" "$DIR/value"
 	cli memccat 30 memccat "$s" --file="$DIR/copy" value
 	srv_alive memcached
+	srv_idle memcached
 	has slap-set '^Time to set +[0-9]+ keys by +2 threads: +[0-9.]+ seconds'
 	has slap-get '^Time to get +[0-9]+ keys by +2 threads: +[0-9.]+ seconds'
 	same_file "$DIR/value" "$DIR/copy"
@@ -312,6 +330,7 @@ sockperf_case() { # --tcp|'' READY
 	srv server "$2" "$PORT" 60 sockperf sr $1 -i "$RXE_IP" -p "$PORT"
 	cli client 30 sockperf pp $1 -i "$RXE_IP" -p "$PORT" -t 2 -m 64
 	srv_alive server
+	srv_idle server
 	has client '^sockperf: Summary: Latency is [0-9.]+ usec'
 	# "[Total Run] RunTime=1.001 sec; Warm up time=400 msec; SentMessages=32824; ReceivedMessages=32823"
 	n=$(sed -n 's/.*\[Total Run\].*ReceivedMessages=\([0-9]*\).*/\1/p' "$DIR/client.out" 2>/dev/null | head -n 1)
@@ -328,6 +347,7 @@ case_redis() {
 		--appendonly no --protected-mode no --daemonize no
 	cli benchmark 60 redis-benchmark -h "$RXE_IP" -p "$PORT" -c 50 -n $n -t set,get --csv
 	srv_alive redis
+	srv_idle redis
 	# "SET","909.09","72.065",...: requests per second, latencies
 	has benchmark '^"SET","[0-9.]+",'
 	has benchmark '^"GET","[0-9.]+",'
