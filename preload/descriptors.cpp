@@ -34,8 +34,10 @@ int dup_onto(int fd, int nfd, int flags, bool three) {
   return share(fd, ret);
 }
 
+// The argument is read as glibc's fcntl reads it: one word, whatever cmd.
 template <typename Next>
-int fcntl_common(Next& next, int fd, int cmd, unsigned long arg) {
+int fcntl_common(Next& next, int fd, int cmd, va_list ap) {
+  unsigned long arg = va_arg(ap, unsigned long);
   switch (cmd) {
     case F_DUPFD:
     case F_DUPFD_CLOEXEC:
@@ -87,17 +89,17 @@ RSPRELOAD_EXPORT int dup3(int fd, int nfd, int flags) noexcept {
 RSPRELOAD_EXPORT int fcntl(int fd, int cmd, ...) {
   va_list ap;
   va_start(ap, cmd);
-  unsigned long arg = va_arg(ap, unsigned long);
+  int ret = fcntl_common(real::fcntl, fd, cmd, ap);
   va_end(ap);
-  return fcntl_common(real::fcntl, fd, cmd, arg);
+  return ret;
 }
 
 RSPRELOAD_EXPORT int fcntl64(int fd, int cmd, ...) {
   va_list ap;
   va_start(ap, cmd);
-  unsigned long arg = va_arg(ap, unsigned long);
+  int ret = fcntl_common(real::fcntl64, fd, cmd, ap);
   va_end(ap);
-  return fcntl_common(real::fcntl64, fd, cmd, arg);
+  return ret;
 }
 
 RSPRELOAD_EXPORT int ioctl(int fd, unsigned long request, ...) noexcept {

@@ -68,13 +68,14 @@ int accept_common(int fd, sockaddr* addr, socklen_t* len, int flags, bool with_f
   return nfd;
 }
 
-// connect() found no RDMA path: the placeholder, a TCP socket already carrying
-// the options and flags the program set, makes the connection instead.
-void fall_back_to_tcp(int fd, Entry* e) {
+// No RDMA path: from now on the placeholder, a kernel socket already carrying
+// the options and flags the program set, is the program's socket.
+void fall_back_to_kernel(Entry* e) {
   e->kind.store(Kind::kernel, std::memory_order_release);
+  int saved = errno;
   rclose(e->rfd);
+  errno = saved;
   e->rfd = -1;
-  if (e->bound_len) real::bind(fd, reinterpret_cast<sockaddr*>(&e->bound), e->bound_len);
 }
 
 }  // namespace
@@ -116,6 +117,9 @@ RSPRELOAD_EXPORT int bind(int fd, const sockaddr* addr, socklen_t len) noexcept 
   if (ret == 0 && addr && len <= sizeof e->bound) {
     memcpy(&e->bound, addr, len);
     e->bound_len = len;
+  } else if (ret < 0 && (errno == EADDRNOTAVAIL || errno == ENODEV)) {
+    fall_back_to_kernel(e);  // no RDMA device has that address
+    return real::bind(fd, addr, len);
   }
   return ret;
 }
@@ -144,7 +148,8 @@ RSPRELOAD_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
     if (errno == EINPROGRESS || errno == EALREADY || errno == EISCONN || errno == EINTR ||
         errno == EAGAIN || errno == EBADF || errno == EFAULT || errno == EINVAL)
       return -1;
-    fall_back_to_tcp(fd, e);
+    fall_back_to_kernel(e);
+    if (e->bound_len) real::bind(fd, reinterpret_cast<sockaddr*>(&e->bound), e->bound_len);
   } else if (e && e->kind.load(std::memory_order_acquire) == Kind::fork_pending) {
     e->fork = ForkRole::active;
   }

@@ -78,7 +78,7 @@ int riounmap(int socket, void *buf, size_t len);
 size_t riowrite(int socket, const void *buf, size_t count, off_t offset, int flags);
 
 /* RDMACM_1.5: epoll-style readiness over rsockets and ordinary fds. */
-int repoll_create(int size);
+int repoll_create(int flags);
 int repoll_ctl(int epfd, int op, int fd, struct epoll_event *event);
 int repoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout);
 

@@ -7,6 +7,8 @@
 #include <new>
 #include <sys/types.h>
 
+#include "core/trace.h"
+
 #define RDMACM_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace rdmacm::api {
@@ -16,40 +18,45 @@ inline int fail(int err) {
   return -1;
 }
 
-// Runs a core call returning >= 0 or -errno; returns -1 with errno set on error.
+// Runs a core call returning >= 0 or -errno; returns -1 with errno set on
+// error. `where` names the entry point for RDMACM_TRACE (core/trace.h).
 template <typename F>
-int call(F&& f) noexcept {
+int call(F&& f, const char* where = __builtin_FUNCTION()) noexcept {
+  int r;
   try {
-    int r = f();
+    r = f();
     // -r without overflow: an event status of INT_MIN (no kernel's, but the
     // core passes statuses through) gives errno INT_MIN, as rdma-core's
     // -status wraps to.
-    return r < 0 ? fail(static_cast<int>(0u - static_cast<unsigned>(r))) : r;
+    r = r < 0 ? fail(static_cast<int>(0u - static_cast<unsigned>(r))) : r;
   } catch (const std::bad_alloc&) {
-    return fail(ENOMEM);
+    r = fail(ENOMEM);
   } catch (...) {
-    return fail(EIO);
+    r = fail(EIO);
   }
+  if (core::trace_on) core::trace_call(where, r, errno);
+  return r;
 }
 
 // The same for calls returning a byte count (ssize_t).
 template <typename F>
-ssize_t call_ssize(F&& f) noexcept {
+ssize_t call_ssize(F&& f, const char* where = __builtin_FUNCTION()) noexcept {
+  ssize_t r;
   try {
-    ssize_t r = f();
-    if (r >= 0) return r;
-    errno = static_cast<int>(-r);
-    return -1;
+    r = f();
+    if (r < 0) {
+      errno = static_cast<int>(-r);
+      r = -1;
+    }
   } catch (const std::bad_alloc&) {
     errno = ENOMEM;
-    return -1;
+    r = -1;
   } catch (...) {
     errno = EIO;
-    return -1;
+    r = -1;
   }
+  if (core::trace_on) core::trace_call(where, r, errno);
+  return r;
 }
-
-// For entry points not implemented yet: documented failure, never a crash.
-inline int not_implemented() { return fail(ENOSYS); }
 
 }  // namespace rdmacm::api

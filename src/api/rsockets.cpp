@@ -1,5 +1,5 @@
 // The rsocket family (RDMA sockets): trampolines into the rsocket wing
-// (src/rsocket/calls.h). repoll_* is not implemented yet.
+// (src/rsocket/calls.h, poll.h, repoll.h).
 #include <rdma/rsocket.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -8,6 +8,7 @@
 #include "api/entry.h"
 #include "rsocket/calls.h"
 #include "rsocket/poll.h"
+#include "rsocket/repoll.h"
 
 using namespace rdmacm;
 
@@ -110,6 +111,12 @@ RDMACM_EXPORT size_t riowrite(int socket, const void* buf, size_t count, off_t o
   return static_cast<size_t>(
       api::call_ssize([&] { return rsocket::iowrite(socket, buf, count, offset, flags); }));
 }
-RDMACM_EXPORT int repoll_create(int) { return api::not_implemented(); }
-RDMACM_EXPORT int repoll_ctl(int, int, int, epoll_event*) { return api::not_implemented(); }
-RDMACM_EXPORT int repoll_wait(int, epoll_event*, int, int) { return api::not_implemented(); }
+RDMACM_EXPORT int repoll_create(int flags) {
+  return api::call([&] { return rsocket::repoll_create(flags); });
+}
+RDMACM_EXPORT int repoll_ctl(int epfd, int op, int fd, epoll_event* event) {
+  return api::call([&] { return rsocket::repoll_ctl(epfd, op, fd, event); });
+}
+RDMACM_EXPORT int repoll_wait(int epfd, epoll_event* events, int maxevents, int timeout) {
+  return api::call([&] { return rsocket::repoll_wait(epfd, events, maxevents, timeout); });
+}

@@ -10,6 +10,12 @@
 
 namespace {
 
+// How an operator tells this file from rdma-core's librdmacm.so.1 (the
+// rdmacm-which tool looks for it): a string in the file, not a symbol, since
+// the library exports the API and nothing else.
+[[gnu::used]] const char library_ident[] =
+    "rdmacm-ident: rdmacm " RDMACM_VERSION " (drop-in librdmacm)";
+
 [[gnu::constructor]] void install_kernel_transport() {
   rdmacm::core::install_transport(&rdmacm::ucma::kernel_transport());
 }

@@ -12,6 +12,7 @@
 #include "core/id_state.h"
 #include "core/objects.h"
 #include "core/qp_state.h"
+#include "core/trace.h"
 #include "core/transport.h"
 #include "core/user_events.h"
 
@@ -209,7 +210,11 @@ int next_event(EventChannel& ch, rdma_cm_event** out) {
     auto ev = std::make_shared<Event>();
     ucma_abi_event_resp w{};
     if (int err = transport().get_event(ch.pub.fd, &w)) return err;
-    if (!translate(w, *ev)) continue;
+    if (!translate(w, *ev)) {
+      if (trace_on) trace_event(w.event, w.id, nullptr);
+      continue;
+    }
+    if (trace_on) trace_event(w.event, w.id, &ev->pub);
     *out = &ev->pub;
     try {
       Objects::get().events.add(*out, ev);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "rsocket/datagram.h"
+#include "rsocket/repoll.h"
 #include "rsocket/socket.h"
 #include "rsocket/stream.h"
 #include "rsocket/table.h"
@@ -53,7 +54,7 @@ int connect(int fd, const sockaddr* addr, socklen_t len) { WITH_SOCKET(fd, s->co
 int shutdown(int fd, int how) { WITH_SOCKET(fd, s->shutdown(how)); }
 ssize_t recv(int fd, void* buf, size_t len, int flags) { WITH_SOCKET(fd, s->recv(buf, len, flags)); }
 ssize_t send(int fd, const void* buf, size_t len, int flags) {
-  WITH_SOCKET(fd, s->send(buf, len, flags));
+  WITH_SOCKET(fd, s->sent(s->send(buf, len, flags)));
 }
 int getpeername(int fd, sockaddr* addr, socklen_t* len) { WITH_SOCKET(fd, s->peer_name(addr, len)); }
 int getsockname(int fd, sockaddr* addr, socklen_t* len) { WITH_SOCKET(fd, s->sock_name(addr, len)); }
@@ -68,7 +69,7 @@ off_t iomap(int fd, void* buf, size_t len, int prot, int flags, off_t offset) {
 }
 int iounmap(int fd, void* buf, size_t len) { WITH_SOCKET(fd, s->iounmap(buf, len)); }
 ssize_t iowrite(int fd, const void* buf, size_t len, off_t offset, int flags) {
-  WITH_SOCKET(fd, s->iowrite(buf, len, offset, flags));
+  WITH_SOCKET(fd, s->sent(s->iowrite(buf, len, offset, flags)));
 }
 int get_flags(int fd) { WITH_SOCKET(fd, s->flags()); }
 int set_flags(int fd, int flags) { WITH_SOCKET(fd, s->set_flags(flags)); }
@@ -76,6 +77,7 @@ int set_flags(int fd, int flags) { WITH_SOCKET(fd, s->set_flags(flags)); }
 int close(int fd) {
   Socket* s = find_socket(fd);
   if (!s) return -EBADF;
+  repoll_forget(s);
   if (s->close()) delete s;
   return 0;
 }
@@ -107,7 +109,7 @@ ssize_t send_message(Socket* s, const iovec* iov, int iovcnt, int flags) {
     std::memcpy(buf.data() + at, iov[i].iov_base, iov[i].iov_len);
     at += iov[i].iov_len;
   }
-  return s->send(buf.data(), total, flags);
+  return s->sent(s->send(buf.data(), total, flags));
 }
 
 ssize_t recv_message(Socket* s, const iovec* iov, int iovcnt, int flags, sockaddr* src = nullptr,
@@ -162,7 +164,7 @@ ssize_t recvmsg(int fd, msghdr* msg, int flags) {
 
 ssize_t sendto(int fd, const void* buf, size_t len, int flags, const sockaddr* dst,
                socklen_t dst_len) {
-  WITH_SOCKET(fd, s->send_to(buf, len, flags, dst, dst_len));
+  WITH_SOCKET(fd, s->sent(s->send_to(buf, len, flags, dst, dst_len)));
 }
 
 ssize_t sendv(int fd, const iovec* iov, int iovcnt, int flags) {
@@ -173,7 +175,7 @@ ssize_t sendv(int fd, const iovec* iov, int iovcnt, int flags) {
   ssize_t total = 0;
   for (int i = 0; i < iovcnt; ++i) {
     if (!iov[i].iov_len) continue;
-    ssize_t n = s->send(iov[i].iov_base, iov[i].iov_len, flags);
+    ssize_t n = s->sent(s->send(iov[i].iov_base, iov[i].iov_len, flags));
     if (n < 0) return total ? total : n;
     total += n;
     if (static_cast<size_t>(n) < iov[i].iov_len) break;

@@ -17,6 +17,7 @@
 
 #include "core/cm.h"
 #include "rsocket/config.h"
+#include "rsocket/kernel_fds.h"
 #include "rsocket/option_value.h"
 #include "rsocket/table.h"
 
@@ -85,8 +86,8 @@ DatagramSocket* DatagramSocket::create(int domain, int* err) {
   s->rq_size_ = c.rqsize_default;
   s->sq_inline_ = c.inline_default;
   // The fd is the UDP socket's, as rdma-core's (AF_IB has none: EAFNOSUPPORT).
-  s->fd_ = ::socket(domain, SOCK_DGRAM, 0);
-  if (s->fd_ < 0 || (s->epfd_ = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+  s->fd_ = kernel_udp_socket(domain, 0);
+  if (s->fd_ < 0 || (s->epfd_ = kernel_epoll()) < 0) {
     *err = -errno;
     delete s;
     return nullptr;
@@ -161,7 +162,7 @@ int DatagramSocket::source_for(const sockaddr* dst, socklen_t dst_len, Addr* src
   }
   if (!any_addr(*src)) return 0;
   in_port_t port = src->sin.sin_port;  // same offset in sockaddr_in6
-  int sock = ::socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int sock = kernel_udp_socket(dst->sa_family, SOCK_CLOEXEC);
   if (sock < 0) return -errno;
   int err = 0;
   len = sizeof(*src);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "rsocket/config.h"
+#include "rsocket/repoll.h"
 #include "rsocket/socket.h"
 #include "rsocket/table.h"
 #include "rsocket/waiting.h"
@@ -97,6 +98,7 @@ int check(pollfd* fds, nfds_t nfds) {
 }  // namespace
 
 void signal_pollers() {
+  repoll_signal();
   std::lock_guard lock(mutex);
   if (pollers && !suspended && signal_fd >= 0) {
     suspended = true;

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -72,9 +73,21 @@ class Socket {
   virtual int wait_fd() = 0;
   virtual void consume_wakeup() = 0;
 
+  // repoll's EPOLLET: a send that found no room (-EAGAIN) makes the next
+  // room news (the kernel's SOCK_NOSPACE). calls.cpp passes every send's
+  // result through sent(); repoll takes the mark when it reports room.
+  ssize_t sent(ssize_t r) {
+    if (r == -EAGAIN) send_blocked_.store(true, std::memory_order_relaxed);
+    return r;
+  }
+  bool take_send_blocked() { return send_blocked_.exchange(false, std::memory_order_relaxed); }
+
  protected:
   int fd_ = -1;
   int fd_flags_ = 0;
+
+ private:
+  std::atomic<bool> send_blocked_{false};
 };
 
 // Wakes every thread sleeping in rpoll/rselect to re-check its sockets (a

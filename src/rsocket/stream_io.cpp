@@ -424,6 +424,7 @@ short StreamSocket::poll_state(short events) {
       std::lock_guard lock(cq_mutex_);
       if ((events & POLLIN) && conn_have_data()) revents |= POLLIN;
       if ((events & POLLOUT) && can_send()) revents |= POLLOUT;
+      if ((events & POLLRDHUP) && !(state_ & kReadable)) revents |= POLLRDHUP;  // peer shut writing
       // Hung up only once everything the peer sent has been read (rdma-core
       // reports POLLHUP with data still queued, and rstream -T a fails).
       if (!(state_ & kConnected)) {

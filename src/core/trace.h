@@ -1,0 +1,27 @@
+// RDMACM_TRACE: a line for every call (its result and errno) and every event
+// the kernel reports (its id, type, status, and what the library made of it),
+// each with a timestamp and thread id. RDMACM_TRACE=1 writes to stderr, any
+// other value names a file to append to. Off, it costs one load and branch
+// per call.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <cstdio>
+
+struct rdma_cm_event;
+
+namespace rdmacm::core {
+
+extern bool trace_on;
+
+// `signature` as __PRETTY_FUNCTION__ gives it; the name is cut out of it.
+void trace_call(const char* signature, long result, int err);
+// The kernel's event (`kernel_type` for `kernel_id`) and what the
+// application gets: `delivered` (null when the library consumed or dropped it).
+void trace_event(uint32_t kernel_type, uint32_t kernel_id, const rdma_cm_event* delivered);
+// For tests: trace to `out` (null: off).
+void set_trace(FILE* out);
+
+}  // namespace rdmacm::core

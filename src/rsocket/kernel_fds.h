@@ -1,0 +1,24 @@
+// The kernel descriptors rsockets make for themselves (a datagram socket's
+// UDP socket and epoll set, repoll's epoll set), created by system call:
+// under an LD_PRELOAD interposer (librspreload, rdma-core's or ours),
+// socket() and epoll_create1() would make another rsocket or repoll set, and
+// repoll_create would call itself. Calls on these descriptors once made may
+// pass through an interposer: it knows them for ordinary descriptors.
+#pragma once
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace rdmacm::rsocket {
+
+inline int kernel_udp_socket(int domain, int flags) {
+  return static_cast<int>(syscall(SYS_socket, domain, SOCK_DGRAM | flags, 0));
+}
+
+inline int kernel_epoll(int flags = EPOLL_CLOEXEC) {
+  return static_cast<int>(syscall(SYS_epoll_create1, flags));
+}
+
+}  // namespace rdmacm::rsocket

@@ -1,0 +1,494 @@
+// repoll: epoll(7) over rsockets and ordinary fds.
+//
+// A set is a real kernel epoll fd (the epfd the application gets, so it can
+// nest it in poll, select or another epoll set), registered in the rsocket
+// table so that rclose(epfd) frees it. Ordinary fds go into the kernel set
+// as they are: the kernel keeps their readiness, edge-triggering and
+// one-shot. An rsocket's readiness is its state (the poll_state rpoll reads);
+// the kernel set holds, edge-triggered, the fd that wakes it (its CQ's
+// channel, its CM channel, a listener's accept queue: wait_fd), and the set
+// looks at the socket's state only when that fd fired, when the socket was
+// just added or modified, when it was ready at the last look (level-
+// triggered), when any socket's state changed behind the set's back
+// (signal_pollers rings a doorbell every set holds) and, as rpoll's safety
+// net, every wake_up_interval while asleep. So a wait costs the fds that
+// fired plus the rsockets ready at the last look, never a scan of the set.
+//
+// Rsockets: level-triggered ones are reported while ready; edge-triggered
+// (EPOLLET) ones when their readiness is news (see news()); EPOLLONESHOT
+// ones once, then not until EPOLL_CTL_MOD. An rsocket closed with rclose leaves every set (the kernel
+// drops a closed fd from epoll sets the same way).
+//
+// Locks: registry_mutex (the list of sets, for rclose) before a set's mutex,
+// before the socket locks poll_state / wait_fd / consume_wakeup take. Nothing
+// under a socket lock comes back here except repoll_signal, which takes no
+// lock. A set's mutex is never held asleep: repoll_wait sleeps in
+// epoll_wait without it, so repoll_ctl from another thread goes ahead.
+#include "rsocket/repoll.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "rsocket/config.h"
+#include "rsocket/kernel_fds.h"
+#include "rsocket/socket.h"
+#include "rsocket/table.h"
+#include "rsocket/waiting.h"
+
+namespace rdmacm::rsocket {
+namespace {
+
+// What a kernel event's data says: the set's own fds, or a member by fd and
+// generation (a stale event of a deleted member does not match), the top
+// bit telling an rsocket's wake fd from an ordinary fd.
+constexpr uint64_t kPendingTag = ~0ull;
+constexpr uint64_t kDoorbellTag = ~0ull - 1;
+constexpr uint64_t kRsocketBit = 1ull << 63;
+constexpr uint32_t kGenMask = 0x7fffffff;
+constexpr int kBatch = 64;  // kernel events taken per epoll_wait
+constexpr uint32_t kSocketEvents = EPOLLIN | EPOLLOUT | EPOLLPRI | EPOLLRDHUP;
+constexpr uint32_t kExclusiveOk =
+    EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLWAKEUP | EPOLLET | EPOLLEXCLUSIVE;
+
+uint64_t tag(int fd, uint32_t gen, bool rsocket) {
+  return (rsocket ? kRsocketBit : 0) | (static_cast<uint64_t>(gen & kGenMask) << 32) |
+         static_cast<uint32_t>(fd);
+}
+
+// Rung by repoll_signal, never read: each set holds it edge-triggered, so
+// every write reaches every set once.
+int doorbell() {
+  static const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  return fd;
+}
+
+bool fd_open(int fd) { return fd >= 0 && fcntl(fd, F_GETFD) >= 0; }
+
+bool readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
+class EpollSet;
+std::mutex registry_mutex;
+std::vector<EpollSet*>& registry() {
+  static auto* sets = new std::vector<EpollSet*>;  // never destroyed: rclose at exit
+  return *sets;
+}
+std::atomic<int> live_sets{0};
+
+class EpollSet final : public Socket {
+ public:
+  static EpollSet* create(int flags, int* err);
+
+  int control(int op, int fd, const epoll_event* ev);
+  int wait(epoll_event* out, int max, int timeout);
+  void forget(Socket* s);
+
+  // Not a socket: the socket calls answer as they would on a kernel epoll fd.
+  int bind(const sockaddr*, socklen_t) override { return -ENOTSOCK; }
+  int listen(int) override { return -ENOTSOCK; }
+  int accept(sockaddr*, socklen_t*) override { return -ENOTSOCK; }
+  int connect(const sockaddr*, socklen_t) override { return -ENOTSOCK; }
+  ssize_t recv(void*, size_t, int) override { return -ENOTSOCK; }
+  ssize_t send(const void*, size_t, int) override { return -ENOTSOCK; }
+  int shutdown(int) override { return -ENOTSOCK; }
+  int peer_name(sockaddr*, socklen_t*) override { return -ENOTSOCK; }
+  int sock_name(sockaddr*, socklen_t*) override { return -ENOTSOCK; }
+  int set_option(int, int, const void*, socklen_t) override { return -ENOTSOCK; }
+  int get_option(int, int, void*, socklen_t*) override { return -ENOTSOCK; }
+  int set_flags(int flags) override {
+    if (fcntl(fd_, F_SETFL, flags) < 0) return -errno;
+    fd_flags_ = flags;
+    return 0;
+  }
+  bool close() override;
+  // In rpoll: the kernel epoll fd it is (readable while something may be).
+  short poll_state(short events) override {
+    pollfd p{fd_, events, 0};
+    ::poll(&p, 1, 0);
+    return p.revents;
+  }
+  int wait_fd() override { return fd_; }
+  void consume_wakeup() override {}
+
+ private:
+  struct Member {
+    epoll_data_t data;
+    uint32_t events;   // as the application gave them
+    uint32_t gen;      // tells this member's kernel events from a predecessor's
+    Socket* socket;    // null: an ordinary fd, the kernel's business
+    int wake_fd = -1;  // the socket's wait_fd, as registered in the kernel set
+    uint32_t last = 0;  // readiness at the last look
+    bool queued = false;    // in check_
+    bool activity = false;  // its wake fd brought something since the last look
+    bool fresh = false;     // added or modified since the last look
+    bool disarmed = false;  // EPOLLONESHOT, reported
+  };
+  using Members = std::unordered_map<int, Member>;
+
+  EpollSet() = default;
+  int control_kernel(int op, int fd, const epoll_event* ev, Members::iterator it);
+  int control_socket(int op, int fd, Socket* s, const epoll_event* ev, Members::iterator it);
+  void drop(Members::iterator it);
+  int take_kernel(const epoll_event* kev, int n, epoll_event* out);
+  int check(epoll_event* out, int room);
+  uint32_t look(int fd, Member& m);
+  bool news(Member& m, uint32_t ready);
+  void queue(int fd, Member& m);
+  void queue_all();
+  void update_pending();
+  int sleep_ms(int timeout, uint64_t start);
+
+  std::mutex mutex_;
+  Members members_;
+  std::deque<int> check_;  // rsockets to look at before sleeping
+  unsigned sockets_ = 0;   // rsocket members
+  uint32_t next_gen_ = 0;
+  int pending_fd_ = -1;    // an eventfd in the set, readable while check_ is not empty
+  bool pending_ = false;
+};
+
+EpollSet* EpollSet::create(int flags, int* err) {
+  auto* set = new EpollSet;
+  set->fd_ = kernel_epoll(flags);
+  set->pending_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epoll_event pending{EPOLLIN, {.u64 = kPendingTag}};
+  epoll_event bell{EPOLLIN | EPOLLET, {.u64 = kDoorbellTag}};
+  if (set->fd_ < 0 || set->pending_fd_ < 0 || doorbell() < 0 ||
+      epoll_ctl(set->fd_, EPOLL_CTL_ADD, set->pending_fd_, &pending) ||
+      epoll_ctl(set->fd_, EPOLL_CTL_ADD, doorbell(), &bell)) {
+    *err = -errno;
+  } else if (!insert_socket(set->fd_, set)) {
+    *err = -ENOMEM;
+  } else {
+    std::lock_guard lock(registry_mutex);
+    registry().push_back(set);
+    ++live_sets;
+    return set;
+  }
+  if (set->fd_ >= 0) ::close(set->fd_);
+  if (set->pending_fd_ >= 0) ::close(set->pending_fd_);
+  delete set;
+  return nullptr;
+}
+
+bool EpollSet::close() {
+  {
+    std::lock_guard lock(registry_mutex);
+    std::erase(registry(), this);
+    --live_sets;
+  }
+  remove_socket(fd_);
+  ::close(fd_);  // the kernel set, and with it every registration
+  ::close(pending_fd_);
+  return true;
+}
+
+void EpollSet::drop(Members::iterator it) {
+  Member& m = it->second;
+  if (m.socket) {
+    if (m.wake_fd >= 0) epoll_ctl(fd_, EPOLL_CTL_DEL, m.wake_fd, nullptr);
+    --sockets_;
+  }
+  members_.erase(it);
+}
+
+void EpollSet::forget(Socket* s) {
+  std::lock_guard lock(mutex_);
+  auto it = members_.find(s->fd());
+  if (it != members_.end() && it->second.socket == s) drop(it);
+}
+
+int EpollSet::control(int op, int fd, const epoll_event* ev) {
+  Socket* s = find_socket(fd);
+  if (dynamic_cast<EpollSet*>(s)) s = nullptr;  // a set nests as the kernel fd it is
+  std::lock_guard lock(mutex_);
+  auto it = members_.find(fd);
+  // A member whose fd was closed without EPOLL_CTL_DEL, its number now
+  // another kind of fd: gone, as the kernel forgets a closed fd.
+  if (it != members_.end() && (it->second.socket != nullptr) != (s != nullptr)) {
+    drop(it);
+    it = members_.end();
+  }
+  return s ? control_socket(op, fd, s, ev, it) : control_kernel(op, fd, ev, it);
+}
+
+int EpollSet::control_kernel(int op, int fd, const epoll_event* ev, Members::iterator it) {
+  if (op != EPOLL_CTL_ADD && it == members_.end()) return -ENOENT;
+  uint32_t gen = op == EPOLL_CTL_ADD ? ++next_gen_ & kGenMask : it->second.gen;
+  epoll_event kev{ev ? ev->events : 0, {.u64 = tag(fd, gen, false)}};
+  if (epoll_ctl(fd_, op, fd, &kev)) {
+    int err = errno;
+    // Closed since: the kernel has forgotten it already.
+    if (it != members_.end() && (err == ENOENT || err == EBADF)) members_.erase(it);
+    return -err;
+  }
+  if (op == EPOLL_CTL_DEL)
+    members_.erase(it);
+  else  // ADD also replaces the entry of an fd closed without DEL
+    members_[fd] = Member{ev->data, ev->events, gen, nullptr};
+  return 0;
+}
+
+int EpollSet::control_socket(int op, int fd, Socket* s, const epoll_event* ev,
+                             Members::iterator it) {
+  bool exists = it != members_.end();
+  if (op == EPOLL_CTL_ADD && exists) return -EEXIST;
+  if (op != EPOLL_CTL_ADD && !exists) return -ENOENT;
+  if (op == EPOLL_CTL_DEL) {
+    drop(it);
+    return 0;
+  }
+  // The kernel's rules for EPOLLEXCLUSIVE (meaningless here: one waiter
+  // takes each event anyway).
+  if (ev->events & EPOLLEXCLUSIVE) {
+    if (op == EPOLL_CTL_MOD || (ev->events & ~kExclusiveOk)) return -EINVAL;
+  } else if (op == EPOLL_CTL_MOD && (it->second.events & EPOLLEXCLUSIVE)) {
+    return -EINVAL;
+  }
+  if (op == EPOLL_CTL_ADD) {
+    it = members_.emplace(fd, Member{ev->data, ev->events, ++next_gen_ & kGenMask, s}).first;
+    ++sockets_;
+  }
+  Member& m = it->second;
+  m.data = ev->data;
+  m.events = ev->events;
+  m.disarmed = false;
+  m.fresh = true;
+  queue(fd, m);
+  update_pending();  // wakes a waiter to look at it
+  return 0;
+}
+
+void EpollSet::queue(int fd, Member& m) {
+  if (m.queued) return;
+  m.queued = true;
+  check_.push_back(fd);
+}
+
+void EpollSet::queue_all() {
+  for (auto& [fd, m] : members_)
+    if (m.socket) queue(fd, m);
+}
+
+// The pending eventfd is readable exactly while some rsocket waits for a
+// look, so the kernel fd polls readable then (nesting) and waiters wake.
+void EpollSet::update_pending() {
+  if (check_.empty() == !pending_) return;
+  uint64_t c = 1;
+  if (pending_) {
+    if (::read(pending_fd_, &c, sizeof(c)) < 0) {
+      // Already empty.
+    }
+  } else if (::write(pending_fd_, &c, sizeof(c)) < 0) {
+    // Cannot fill up: one write at a time.
+  }
+  pending_ = !pending_;
+}
+
+// Arms the socket's wake-up (registering its wake fd if it changed, as when
+// a connecting socket gets its CQ), then reads its state: anything that
+// happens after the arming fires the wake fd.
+uint32_t EpollSet::look(int fd, Member& m) {
+  Socket* s = m.socket;
+  int wake = s->wait_fd();
+  if (wake != m.wake_fd) {
+    if (m.wake_fd >= 0) epoll_ctl(fd_, EPOLL_CTL_DEL, m.wake_fd, nullptr);
+    epoll_event kev{EPOLLIN | EPOLLET, {.u64 = tag(fd, m.gen, true)}};
+    m.wake_fd = epoll_ctl(fd_, EPOLL_CTL_ADD, wake, &kev) ? -1 : wake;
+    // A wake-up from before (a blocking rconnect's, or one that came while
+    // the socket was out of the set) is no news: the look below sees what it
+    // brought. Taking it used up the arming, so arm again, or nothing would
+    // wake this set until the next timeout (redis-benchmark, which deletes
+    // and adds its connection around every request, waited for its 250 ms
+    // timer each time).
+    if (readable(wake)) {
+      s->consume_wakeup();
+      s->wait_fd();
+    }
+  }
+  uint32_t interest = (m.events & kSocketEvents) | EPOLLERR | EPOLLHUP;
+  // poll(2)'s and epoll(7)'s bits have the same values.
+  short polled = s->poll_state(static_cast<short>(interest & (POLLIN | POLLOUT | POLLPRI | POLLRDHUP)));
+  uint32_t ready = static_cast<uint16_t>(polled) & (kSocketEvents | EPOLLERR | EPOLLHUP);
+  if (ready & EPOLLHUP) ready |= EPOLLRDHUP;  // the peer's side is closed too
+  return ready & interest;
+}
+
+// Kernel events: ordinary fds go out as the kernel reports them; an
+// rsocket's wake fd queues it for a look.
+int EpollSet::take_kernel(const epoll_event* kev, int n, epoll_event* out) {
+  int got = 0;
+  for (int i = 0; i < n; ++i) {
+    uint64_t t = kev[i].data.u64;
+    if (t == kPendingTag) continue;  // update_pending's business
+    if (t == kDoorbellTag) {  // a state change: reported as one if it made something new
+      queue_all();
+      continue;
+    }
+    auto it = members_.find(static_cast<int>(static_cast<uint32_t>(t)));
+    if (it == members_.end() || it->second.gen != ((t >> 32) & kGenMask) ||
+        !(t & kRsocketBit) != !it->second.socket)
+      continue;  // deleted (and perhaps added again) since the kernel queued it
+    Member& m = it->second;
+    if (!m.socket) {
+      out[got++] = {kev[i].events, m.data};
+      continue;
+    }
+    // Only if still there: another thread (the application's rrecv or
+    // rsend) may have taken the event, and what it brought; taking one that
+    // is not there would sleep.
+    if (m.wake_fd >= 0 && readable(m.wake_fd)) {
+      m.socket->consume_wakeup();
+      m.activity = true;
+    }
+    queue(it->first, m);
+  }
+  return got;
+}
+
+// Whether an edge-triggered member's readiness is news: ready for something
+// it was not at the last look; just added or modified; readable after a
+// completion (it does not say what it brought, and a spurious report costs
+// the application one EAGAIN where a missed one would hang it); or room to
+// send after a send found none (completions of our own, credits sent and
+// acknowledged, are no news for a writer).
+bool EpollSet::news(Member& m, uint32_t ready) {
+  if (ready & ~m.last) return true;
+  if (m.fresh) return ready != 0;
+  if (m.activity && (ready & ~static_cast<uint32_t>(EPOLLOUT))) return true;
+  return (ready & EPOLLOUT) && m.socket->take_send_blocked();
+}
+
+// Looks at the queued rsockets, each at most once, until room runs out.
+int EpollSet::check(epoll_event* out, int room) {
+  int got = 0;
+  for (size_t n = check_.size(); n && got < room; --n) {
+    int fd = check_.front();
+    check_.pop_front();
+    auto it = members_.find(fd);
+    if (it == members_.end() || !it->second.queued) continue;
+    Member& m = it->second;
+    m.queued = false;
+    if (m.disarmed) continue;
+    uint32_t ready = look(fd, m);
+    bool edge = m.events & EPOLLET;
+    bool report = !edge ? ready != 0 : news(m, ready);
+    m.last = ready;
+    m.activity = m.fresh = false;
+    if (report) {
+      if (ready & EPOLLOUT) m.socket->take_send_blocked();  // reported
+      out[got++] = {ready, m.data};
+      if (m.events & EPOLLONESHOT) m.disarmed = true;
+    }
+    if (ready && !edge && !m.disarmed) queue(fd, m);  // level-triggered: again next time
+  }
+  return got;
+}
+
+// How long the next epoll_wait may sleep: what is left of the timeout,
+// at most wake_up_interval while rsockets are in the set.
+int EpollSet::sleep_ms(int timeout, uint64_t start) {
+  int ms = timeout;
+  if (timeout > 0) {
+    uint64_t spent = (now_us() - start) / 1000;
+    ms = spent >= static_cast<uint64_t>(timeout) ? 0 : timeout - static_cast<int>(spent);
+  }
+  if (sockets_ && ms != 0) {
+    int interval = std::max(config().wake_up_interval, 1);
+    ms = ms < 0 ? interval : std::min(ms, interval);
+  }
+  return ms;
+}
+
+int EpollSet::wait(epoll_event* out, int max, int timeout) {
+  const uint64_t start = timeout > 0 ? now_us() : 0;
+  epoll_event kev[kBatch];
+  for (;;) {
+    int ms;
+    {
+      std::lock_guard lock(mutex_);
+      ms = check_.empty() ? sleep_ms(timeout, start) : 0;
+    }
+    int n = epoll_wait(fd_, kev, std::min(max, kBatch), ms);
+    if (n < 0) return -errno;  // EINTR included, as epoll_wait
+    std::lock_guard lock(mutex_);
+    int got = take_kernel(kev, n, out);
+    // Slept the whole interval: rpoll's safety net, a look at every rsocket.
+    if (!n && ms > 0 && sockets_) queue_all();
+    got += check(out + got, max - got);
+    update_pending();
+    if (got) return got;
+    if (!timeout || (timeout > 0 && (now_us() - start) / 1000 >= static_cast<uint64_t>(timeout)))
+      return 0;
+  }
+}
+
+// epfd's set, or the error epoll_ctl/epoll_wait give for such an epfd.
+int find_set(int epfd, EpollSet** set) {
+  Socket* s = find_socket(epfd);
+  if (!s) return fd_open(epfd) ? -EINVAL : -EBADF;
+  *set = dynamic_cast<EpollSet*>(s);
+  return *set ? 0 : -EINVAL;
+}
+
+}  // namespace
+
+int repoll_create(int flags) {
+  // epoll_create1's flags (rdma-core ignores bits it does not know).
+  if (flags & ~EPOLL_CLOEXEC) return -EINVAL;
+  int err = 0;
+  EpollSet* set = EpollSet::create(flags, &err);
+  return set ? set->fd() : err;
+}
+
+// In the kernel's order: the event's address, the fds, then the rest.
+int repoll_ctl(int epfd, int op, int fd, epoll_event* event) {
+  if (op != EPOLL_CTL_DEL && !event) return -EFAULT;
+  if (!find_socket(epfd) && !fd_open(epfd)) return -EBADF;
+  if (!find_socket(fd) && !fd_open(fd)) return -EBADF;
+  EpollSet* set;
+  if (int err = find_set(epfd, &set)) return err;
+  if (fd == epfd) return -EINVAL;
+  if (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL) return -EINVAL;
+  return set->control(op, fd, event);
+}
+
+int repoll_wait(int epfd, epoll_event* events, int maxevents, int timeout) {
+  if (maxevents <= 0 || maxevents > INT_MAX / static_cast<int>(sizeof(epoll_event)))
+    return -EINVAL;
+  if (!events) return -EFAULT;
+  EpollSet* set;
+  if (int err = find_set(epfd, &set)) return err;
+  return set->wait(events, maxevents, timeout);
+}
+
+void repoll_forget(Socket* s) {
+  if (!live_sets.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(registry_mutex);
+  for (EpollSet* set : registry())
+    if (set != s) set->forget(s);
+}
+
+void repoll_signal() {
+  if (!live_sets.load(std::memory_order_acquire)) return;
+  uint64_t c = 1;
+  if (::write(doorbell(), &c, sizeof(c)) < 0) {
+    // Full after 2^64 rings: every set has long been woken.
+  }
+}
+
+}  // namespace rdmacm::rsocket

@@ -1,0 +1,23 @@
+// repoll_create / repoll_ctl / repoll_wait: epoll(7) over any mix of
+// rsockets and ordinary fds (repoll.cpp tells how). Each returns >= 0 or
+// -errno, as the other calls of the wing.
+#pragma once
+
+#include <sys/epoll.h>
+
+namespace rdmacm::rsocket {
+
+class Socket;
+
+int repoll_create(int flags);
+int repoll_ctl(int epfd, int op, int fd, epoll_event* event);
+int repoll_wait(int epfd, epoll_event* events, int maxevents, int timeout);
+
+// rclose: the socket leaves every set it is in (as close(2) takes an fd out
+// of kernel epoll sets), before its fds close. Takes no socket lock.
+void repoll_forget(Socket* s);
+// A socket's state changed behind the sets' back (signal_pollers): every
+// set looks at its rsockets again. Lock-free, callable under any lock.
+void repoll_signal();
+
+}  // namespace rdmacm::rsocket
