@@ -77,6 +77,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+: "${SCALE:?}" # read by tmo (lib.sh)
 
 # --- the cases (name: the function case_<name with - as _>) -------------------------
 CASES=(
