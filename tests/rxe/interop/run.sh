@@ -291,10 +291,8 @@ check_cmtime() {
 	done
 }
 check_rstream() {
-	# The results table: "name bytes xfers iters total time Gb/sec usec/xfer".
-	local re='^[a-z0-9_]+ +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9]+ +[0-9.]+[kmg]? +[0-9.]+s +[0-9.]+ +[0-9.]+$'
-	grep -Eq "$re" "$DIR/client.out" || { echo "client printed no result line"; return 1; }
-	grep -Eq "$re" "$DIR/server.out" || { echo "server printed no result line"; return 1; }
+	grep -Eq "$RSTREAM_RESULT_RE" "$DIR/client.out" || { echo "client printed no result line"; return 1; }
+	grep -Eq "$RSTREAM_RESULT_RE" "$DIR/server.out" || { echo "server printed no result line"; return 1; }
 	no_line client 'fail|error|mismatch' && no_line server 'fail|error|mismatch'
 }
 check_rcopy() {

@@ -1,0 +1,167 @@
+#!/bin/bash
+# Ordinary socket programs through our rsocket preload beside kernel TCP (and
+# beside another preload, e.g. rdma-core's, with --ref): iperf3, sockperf
+# (TCP ping-pong latency, TCP throughput) and redis-benchmark, server and
+# client on this host's RDMA device address, both preloaded (or neither, for
+# kernel TCP); runs alternate between the columns; the median of each figure
+# over the runs. Numbers only, never a verdict: these machines are shared and
+# noisy.
+#
+#   bench/preload_programs.sh --lib PATH [--rdmacm PATH] [--ref PATH] [--runs R] [--secs S]
+#
+#   --lib PATH     our librspreload.so
+#   --rdmacm PATH  the librdmacm.so.1 it runs on (its directory goes first on LD_LIBRARY_PATH)
+#   --ref PATH     a third column: another preload (rdma-core's:
+#                  /usr/lib/x86_64-linux-gnu/rsocket/librspreload.so; with
+#                  rdma-core 44 none of these programs works through it)
+#   --runs R       runs per column (default 3); --secs S: iperf3 and sockperf seconds (default 3)
+#
+#   iperf3 -t S                       receiver's Mbit/s
+#   sockperf pp --tcp -m 64 -t S      round-trip latency, median and mean (us)
+#   sockperf tp --tcp -m 1400 -t S    Mbit/s sent
+#   redis-benchmark -c 50 -t set,get  requests per second (-n 10000 per run)
+#
+# Kernel TCP here is loopback inside one host (the VM): no NIC, no wire.
+# A preloaded figure counts only if rxe0 sent packets during its run
+# (hw_counters/sent_pkts); otherwise it shows as "no-rdma" (a fallback to
+# kernel TCP), and a failed run as "fail".
+#
+# Run it where there is an RDMA device, e.g. in the Soft-RoCE VM:
+#   tests/vm/rxe-vm auto -- bench/preload_programs.sh --lib build/preload/librspreload.so \
+#       --rdmacm build/src/librdmacm.so.1
+set -uo pipefail
+HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
+# sent_pkts cm_listening tcp_listening wait_exit stop_proc now_us
+# shellcheck source=../tests/rxe/interop/lib.sh
+. "$HERE/../tests/rxe/interop/lib.sh"
+LIB='' RDMACM='' REF='' RUNS=3 SECS=3 REQS=10000
+while [ $# -gt 0 ]; do
+	case $1 in
+	--lib) LIB=$2; shift ;;
+	--rdmacm) RDMACM=$2; shift ;;
+	--ref) REF=$2; shift ;;
+	--runs) RUNS=$2; shift ;;
+	--secs) SECS=$2; shift ;;
+	*) sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	esac
+	shift
+done
+[ -f "$LIB" ] || { echo "preload_programs: --lib PATH (our librspreload.so) is required" >&2; exit 2; }
+IP=${RXE_IP:?RXE_IP: the RDMA device address (set in the Soft-RoCE VM)}
+for p in iperf3 sockperf redis-server redis-benchmark; do
+	command -v "$p" >/dev/null || { echo "$p is missing (scripts/deps.sh installs it)" >&2; exit 1; }
+done
+COLS=(tcp ours)
+[ -z "$REF" ] || COLS+=(ref)
+out=$(mktemp -d)
+trap 'for p in $(jobs -p); do stop_proc "$p"; done; rm -rf "$out"' EXIT
+
+# env_of COLUMN: the environment of a process in that column (an array ENVV).
+env_of() {
+	ENVV=()
+	case $1 in
+	ours) ENVV=("LD_PRELOAD=$(readlink -f "$LIB")")
+		[ -z "$RDMACM" ] || ENVV+=("LD_LIBRARY_PATH=$(dirname "$(readlink -f "$RDMACM")")") ;;
+	ref) ENVV=("LD_PRELOAD=$(readlink -f "$REF")") ;;
+	esac
+}
+# start COLUMN PORT CMD...: a server in the background (SPID), waited for until it listens.
+start() {
+	local col=$1 port=$2 end
+	shift 2
+	env_of "$col"
+	timeout -k 2 120 env "${ENVV[@]}" "$@" > "$out/server.log" 2>&1 < /dev/null &
+	SPID=$!
+	end=$(($(now_us) + 20000000))
+	until cm_listening "$port" || tcp_listening "$port"; do
+		kill -0 "$SPID" 2>/dev/null && (($(now_us) < end)) || return 1
+		sleep 0.1
+	done
+}
+# client COLUMN CMD...: runs a client, its output in $out/client.log; P0 is
+# sent_pkts before it. Status 0 only if it succeeded and, preloaded, rxe0 sent packets.
+client() {
+	local col=$1 p0 rc
+	shift
+	env_of "$col"
+	p0=$(sent_pkts)
+	timeout -k 2 $((SECS * 4 + 60)) env "${ENVV[@]}" "$@" > "$out/client.log" 2>&1 < /dev/null
+	rc=$?
+	[ "$rc" = 0 ] || { echo "    $col: $* failed (status $rc): $(tail -n 1 "$out/client.log")" >&2; return 1; }
+	if [ "$col" != tcp ] && [ $(($(sent_pkts) - p0)) -lt 100 ]; then
+		echo "    $col: $* sent no packets on rxe0 (kernel TCP fallback?)" >&2
+		NORDMA=1
+		return 1
+	fi
+}
+# record COLUMN FIGURE VALUE
+record() { echo "${3:-fail}" >> "$out/$1.$2"; }
+# fails COLUMN FIGURE...: a failed run of every FIGURE
+fails() {
+	local c=$1 f
+	shift
+	for f in "$@"; do if [ "${NORDMA:-0}" = 1 ]; then record "$c" "$f" no-rdma; else record "$c" "$f" fail; fi; done
+	NORDMA=0
+}
+
+port=23000
+for ((n = 1; n <= RUNS; n++)); do
+	for col in "${COLS[@]}"; do
+		echo "run $n: $col" >&2
+		port=$((port + 1))
+		if start "$col" "$port" iperf3 -s -1 -B "$IP" -p "$port" &&
+			client "$col" iperf3 -c "$IP" -p "$port" -t "$SECS" -f m; then
+			record "$col" iperf3 "$(awk '/ receiver$/ { for (i = 1; i < NF; i++) if ($(i + 1) == "Mbits/sec") print $i }' "$out/client.log")"
+		else fails "$col" iperf3; fi
+		stop_proc "$SPID"
+
+		port=$((port + 1))
+		if start "$col" "$port" sockperf sr --tcp -i "$IP" -p "$port"; then
+			if client "$col" sockperf pp --tcp -i "$IP" -p "$port" -t "$SECS" -m 64; then
+				record "$col" lat50 "$(awk '/percentile 50.000 =/ { print $NF }' "$out/client.log")"
+				record "$col" latavg "$(sed -n 's/.*Summary: Latency is \([0-9.]*\) usec.*/\1/p' "$out/client.log")"
+			else fails "$col" lat50 latavg; fi
+			if client "$col" sockperf tp --tcp -i "$IP" -p "$port" -t "$SECS" -m 1400; then
+				record "$col" tp "$(sed -n 's/.*Summary: BandWidth is .*(\([0-9.]*\) Mbps).*/\1/p' "$out/client.log")"
+			else fails "$col" tp; fi
+		else fails "$col" lat50 latavg tp; fi
+		stop_proc "$SPID"
+
+		port=$((port + 1))
+		if start "$col" "$port" redis-server --bind "$IP" --port "$port" --save '' --appendonly no \
+				--protected-mode no --daemonize no &&
+			client "$col" redis-benchmark -h "$IP" -p "$port" -c 50 -n "$REQS" -t set,get --csv; then
+			record "$col" set "$(awk -F'"' '$2 == "SET" { print $4 }' "$out/client.log")"
+			record "$col" get "$(awk -F'"' '$2 == "GET" { print $4 }' "$out/client.log")"
+		else fails "$col" set get; fi
+		stop_proc "$SPID"
+	done
+done
+
+# median COLUMN FIGURE: the median of the numeric results, else the first word recorded (fail, no-rdma)
+median() {
+	local f=$out/$1.$2
+	[ -s "$f" ] || { echo -; return; }
+	if grep -Eq '^[0-9.]+$' "$f"; then
+		grep -E '^[0-9.]+$' "$f" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+	else
+		head -n 1 "$f"
+	fi
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", b / a; else print "-" }'; }
+hdr=$(printf '%-44s %12s %12s %9s' "preload programs, median of $RUNS runs" "kernel TCP" ours ours/TCP)
+[ -z "$REF" ] && echo "$hdr" || printf '%s %12s\n' "$hdr" reference
+row() { # LABEL FIGURE
+	local a b line
+	a=$(median tcp "$2") b=$(median ours "$2")
+	line=$(printf '%-44s %12s %12s %9s' "$1" "$a" "$b" "$(ratio "$a" "$b")")
+	[ -z "$REF" ] && echo "$line" || printf '%s %12s\n' "$line" "$(median ref "$2")"
+}
+row "iperf3 -t $SECS (Mbit/s)" iperf3
+row "sockperf TCP ping-pong 64 B, median (us)" lat50
+row "sockperf TCP ping-pong 64 B, mean (us)" latavg
+row "sockperf TCP throughput 1400 B (Mbit/s)" tp
+row "redis-benchmark -c 50 SET (requests/s)" set
+row "redis-benchmark -c 50 GET (requests/s)" get
+echo "(kernel TCP: loopback in one host; ours${REF:+, reference}: both ends preloaded, packets on rxe0)"
+[ -z "$REF" ] || echo "(reference: $(readlink -f "$REF"))"
