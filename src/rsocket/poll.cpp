@@ -121,11 +121,14 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
   std::vector<pollfd> rfds(nfds + 1);
   rfds[nfds] = {sig, POLLIN, 0};
   for (;;) {
-    // Arm: a socket ready now ends the wait before it starts.
+    // Arm, then look: a completion after the arming wakes the sleep, one
+    // before it is seen by the look (the other order lost a reply that came
+    // in between until wake_up_interval: memcslap stalled on it).
     for (nfds_t i = 0; i < nfds; ++i) {
       if (Socket* s = find_socket(fds[i].fd)) {
+        int wake = s->wait_fd();
         if (s->poll_state(fds[i].events)) return check(fds, nfds);
-        rfds[i] = {s->wait_fd(), POLLIN, 0};
+        rfds[i] = {wake, POLLIN, 0};
       } else {
         rfds[i] = {fds[i].fd, fds[i].events, 0};
       }
