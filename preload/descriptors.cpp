@@ -13,6 +13,9 @@ using namespace rspreload;
 namespace {
 
 // `nfd` is a new descriptor for what `fd` was (dup, F_DUPFD, dup2, dup3).
+// What `nfd` stood for before (dup2/dup3 closed it) is dropped by map_fd or
+// here; when it already shared `fd`'s entry (dup2 of a descriptor onto itself
+// or onto one of its dups), the count goes up and down again.
 int share(int fd, int nfd) {
   if (nfd < 0) return nfd;
   Entry* e = find_entry(fd);
@@ -23,15 +26,6 @@ int share(int fd, int nfd) {
     release(stale);  // dup2/dup3 closed what nfd was
   }
   return nfd;
-}
-
-int dup_onto(int fd, int nfd, int flags, bool three) {
-  if (fd == nfd && !three) return real::dup2(fd, nfd);
-  int ret = three ? real::dup3(fd, nfd, flags) : real::dup2(fd, nfd);
-  if (ret < 0) return ret;
-  if (find_entry(fd) && find_entry(nfd) == find_entry(fd)) return ret;
-  if (Entry* old = unmap_fd(nfd)) release(old);
-  return share(fd, ret);
 }
 
 // The argument is read as glibc's fcntl reads it: one word, whatever cmd.
@@ -80,10 +74,10 @@ RSPRELOAD_EXPORT int close_range(unsigned first, unsigned last, int flags) noexc
 
 RSPRELOAD_EXPORT int dup(int fd) noexcept { return share(fd, real::dup(fd)); }
 
-RSPRELOAD_EXPORT int dup2(int fd, int nfd) noexcept { return dup_onto(fd, nfd, 0, false); }
+RSPRELOAD_EXPORT int dup2(int fd, int nfd) noexcept { return share(fd, real::dup2(fd, nfd)); }
 
 RSPRELOAD_EXPORT int dup3(int fd, int nfd, int flags) noexcept {
-  return dup_onto(fd, nfd, flags, true);
+  return share(fd, real::dup3(fd, nfd, flags));
 }
 
 RSPRELOAD_EXPORT int fcntl(int fd, int cmd, ...) {

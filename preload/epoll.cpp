@@ -3,7 +3,6 @@
 // program's epoll descriptor is a kernel epoll instance standing for the
 // repoll set; where the library has no repoll (ENOSYS), it is simply the
 // kernel's epoll and serves ordinary descriptors as always.
-#include <new>
 #include <rdma/rsocket.h>
 
 #include "interpose.h"
@@ -28,14 +27,7 @@ RSPRELOAD_EXPORT int epoll_create1(int flags) noexcept {
     errno = saved;
     return fd;
   }
-  Entry* e = new (std::nothrow) Entry;
-  if (e) {
-    e->rfd = rfd;
-    e->kind.store(Kind::repoll, std::memory_order_release);
-    if (map_fd(fd, e)) return fd;
-    delete e;
-  }
-  rclose(rfd);
+  adopt(fd, Kind::repoll, rfd, 0);
   errno = saved;
   return fd;
 }

@@ -2,6 +2,8 @@
 
 #include <rdma/rsocket.h>
 
+#include <new>
+
 #include "fork.h"
 
 namespace rspreload {
@@ -47,6 +49,18 @@ bool map_fd(int fd, Entry* e) {
   // was closed behind our back (a libc-internal close, a raw syscall).
   if (Entry* stale = s->exchange(e, std::memory_order_acq_rel)) release(stale);
   return true;
+}
+
+bool map_new(int fd, Kind kind, int rfd, int domain, ForkRole fork) {
+  Entry* e = new (std::nothrow) Entry;
+  if (!e) return false;
+  e->rfd = rfd;
+  e->domain = domain;
+  e->fork = fork;
+  e->kind.store(kind, std::memory_order_release);
+  if (map_fd(fd, e)) return true;
+  delete e;
+  return false;
 }
 
 Entry* unmap_fd(int fd) {

@@ -48,6 +48,11 @@ Entry* find_entry(int fd);
 // see is dropped first.
 bool map_fd(int fd, Entry* e);
 
+// Maps `fd` to a new entry of `kind` standing for librdmacm descriptor `rfd`
+// (-1 for none); false when memory runs out (`fd` stays an ordinary
+// descriptor, and an `rfd` given is the caller's to close).
+bool map_new(int fd, Kind kind, int rfd, int domain, ForkRole fork = ForkRole::none);
+
 // Forgets `fd` (before the caller closes the placeholder, so the number is
 // never reused while still mapped); returns its entry with one reference
 // still to drop, or null.

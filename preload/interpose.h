@@ -24,9 +24,10 @@ inline int make_placeholder(int domain, int type) {
   return real::socket(domain == AF_IB ? AF_INET6 : domain, type, 0);
 }
 
-// A new entry for rsocket `rfd`, mapped at placeholder `fd`; on failure the
-// rsocket is closed and false returned (the placeholder stays a plain socket).
-bool adopt_rsocket(int fd, int rfd, int domain);
+// Maps placeholder `fd` to librdmacm descriptor `rfd` (an rsocket or a repoll
+// set); on failure `rfd` is closed and false returned (the placeholder stays
+// a plain kernel descriptor).
+bool adopt(int fd, Kind kind, int rfd, int domain);
 
 // Whether a failed rsocket option call means "rsockets do not have this
 // option" (so the placeholder answers as a kernel socket would).

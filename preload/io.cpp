@@ -89,11 +89,10 @@ namespace {
 // given back: *offset counts only what went, or the file position is moved
 // back.
 template <typename Off>
-ssize_t send_file(int out, int rfd, int in, Off* offset, size_t count) {
+ssize_t send_file(int rfd, int in, Off* offset, size_t count) {
   constexpr size_t kChunk = 256 * 1024;
   char* buf = static_cast<char*>(malloc(count < kChunk ? count ? count : 1 : kChunk));
   if (!buf) return fail(ENOMEM);
-  (void)out;
   size_t total = 0;
   int err = 0;
   while (total < count) {
@@ -129,10 +128,10 @@ ssize_t send_file(int out, int rfd, int in, Off* offset, size_t count) {
 
 RSPRELOAD_EXPORT ssize_t sendfile(int out, int in, off_t* offset, size_t count) noexcept {
   Entry* e = rsocket_entry(out);
-  return e ? send_file(out, e->rfd, in, offset, count) : real::sendfile(out, in, offset, count);
+  return e ? send_file(e->rfd, in, offset, count) : real::sendfile(out, in, offset, count);
 }
 
 RSPRELOAD_EXPORT ssize_t sendfile64(int out, int in, off64_t* offset, size_t count) noexcept {
   Entry* e = rsocket_entry(out);
-  return e ? send_file(out, e->rfd, in, offset, count) : real::sendfile64(out, in, offset, count);
+  return e ? send_file(e->rfd, in, offset, count) : real::sendfile64(out, in, offset, count);
 }

@@ -1,7 +1,6 @@
 // socket, bind, listen, accept, accept4, connect, shutdown, getsockname,
 // getpeername: the calls that make and name connections.
 #include <netinet/in.h>
-#include <new>
 #include <rdma/rsocket.h>
 #include <string.h>
 
@@ -12,15 +11,8 @@ using namespace rspreload;
 
 namespace rspreload {
 
-bool adopt_rsocket(int fd, int rfd, int domain) {
-  Entry* e = new (std::nothrow) Entry;
-  if (e) {
-    e->rfd = rfd;
-    e->domain = domain;
-    e->kind.store(Kind::rsocket, std::memory_order_release);
-    if (map_fd(fd, e)) return true;
-    delete e;
-  }
+bool adopt(int fd, Kind kind, int rfd, int domain) {
+  if (map_new(fd, kind, rfd, domain)) return true;
   int saved = errno;
   rclose(rfd);
   errno = saved;
@@ -41,13 +33,7 @@ int accept_common(int fd, sockaddr* addr, socklen_t* len, int flags, bool with_f
     Entry* pending = find_entry(fd);
     int nfd = with_flags ? real::accept4(fd, addr, len, flags) : real::accept(fd, addr, len);
     if (nfd < 0 || !pending || pending->fork != ForkRole::listening) return nfd;
-    Entry* child = new (std::nothrow) Entry;  // moves to RDMA at first use
-    if (child) {
-      child->domain = pending->domain;
-      child->fork = ForkRole::passive;
-      child->kind.store(Kind::fork_pending, std::memory_order_release);
-      if (!map_fd(nfd, child)) delete child;
-    }
+    map_new(nfd, Kind::fork_pending, -1, pending->domain, ForkRole::passive);  // RDMA at first use
     return nfd;
   }
   if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) return fail(EINVAL);
@@ -60,7 +46,7 @@ int accept_common(int fd, sockaddr* addr, socklen_t* len, int flags, bool with_f
     return fail(saved);
   }
   if (flags & SOCK_NONBLOCK) rfcntl(rfd, F_SETFL, O_NONBLOCK);
-  if (!adopt_rsocket(nfd, rfd, e->domain)) {
+  if (!adopt(nfd, Kind::rsocket, rfd, e->domain)) {
     int saved = errno;
     real::close(nfd);
     return fail(saved);
@@ -88,12 +74,7 @@ RSPRELOAD_EXPORT int socket(int domain, int type, int protocol) noexcept {
   if (fd < 0) return fd;
   int saved = errno;
   if (settings().fork_safe && base == SOCK_STREAM) {
-    Entry* e = new (std::nothrow) Entry;
-    if (e) {
-      e->domain = domain;
-      e->kind.store(Kind::fork_pending, std::memory_order_release);
-      if (!map_fd(fd, e)) delete e;
-    }
+    map_new(fd, Kind::fork_pending, -1, domain);
     errno = saved;
     return fd;
   }
@@ -103,7 +84,7 @@ RSPRELOAD_EXPORT int socket(int domain, int type, int protocol) noexcept {
   if (rfd >= 0) {
     if (type & SOCK_NONBLOCK) rfcntl(rfd, F_SETFL, O_NONBLOCK);
     apply_settings(rfd);
-    adopt_rsocket(fd, rfd, domain);
+    adopt(fd, Kind::rsocket, rfd, domain);
   }
   // Without an RDMA device the kernel's socket is the program's socket.
   errno = saved;
