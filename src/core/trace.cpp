@@ -52,19 +52,12 @@ void set_trace(FILE* out) {
   trace_on = out != nullptr;
 }
 
-void trace_call(const char* signature, long result, int err) {
+void trace_call(const char* name, long result, int err) {
   int saved = errno;
-  // A bare name, or a signature ("int rdma_connect(rdma_cm_id*, ...)"): the
-  // word before '('.
-  const char* open = std::strchr(signature, '(');
-  if (!open) open = signature + std::strlen(signature);
-  const char* name = open;
-  while (name > signature && name[-1] != ' ' && name[-1] != '*') name--;
-  int len = static_cast<int>(open - name);
   if (result < 0)
-    line("%.*s = %ld errno %d (%s)", len, name, result, err, std::strerror(err));
+    line("%s = %ld errno %d (%s)", name, result, err, std::strerror(err));
   else
-    line("%.*s = %ld", len, name, result);
+    line("%s = %ld", name, result);
   errno = saved;
 }
 

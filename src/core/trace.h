@@ -16,8 +16,8 @@ namespace rdmacm::core {
 
 extern bool trace_on;
 
-// `signature` as __PRETTY_FUNCTION__ gives it; the name is cut out of it.
-void trace_call(const char* signature, long result, int err);
+// `name`: the entry point (api::call passes __builtin_FUNCTION()).
+void trace_call(const char* name, long result, int err);
 // The kernel's event (`kernel_type` for `kernel_id`) and what the
 // application gets: `delivered` (null when the library consumed or dropped it).
 void trace_event(uint32_t kernel_type, uint32_t kernel_id, const rdma_cm_event* delivered);
