@@ -32,13 +32,6 @@ namespace {
 
 sockaddr* sa(sockaddr_in* a) { return reinterpret_cast<sockaddr*>(a); }
 
-long sent_packets() {
-  std::ifstream f("/sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts");
-  long n = -1;
-  f >> n;
-  return n;
-}
-
 bool fork_safe() { return getenv("RDMAV_FORK_SAFE") && atoi(getenv("RDMAV_FORK_SAFE")); }
 
 int listening(uint16_t port, const char* ip = nullptr) {

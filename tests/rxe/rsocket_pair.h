@@ -1,6 +1,5 @@
 // Shared by the rsocket tests on the device: a listener, a connected pair,
-// reading a whole buffer, and rxe0's sent-packet counter (a case counts only
-// if its bytes crossed the device).
+// reading a whole buffer (rxe_env.h has the device's sent-packet counter).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,13 +15,6 @@
 namespace rdmacm::rxe {
 
 inline sockaddr* sa(sockaddr_in* a) { return reinterpret_cast<sockaddr*>(a); }
-
-inline long sent_packets() {
-  std::ifstream f("/sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts");
-  long n = -1;
-  f >> n;
-  return n;
-}
 
 // A listening rsocket on the device's address and `port`.
 inline int listener(uint16_t port) {

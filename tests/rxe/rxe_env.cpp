@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <thread>
 
 namespace rdmacm::rxe {
 namespace {
@@ -71,5 +72,13 @@ sockaddr_in6 device_addr6(uint16_t port) {
 }
 
 bool reference() { return std::getenv("RDMACM_REFERENCE") != nullptr; }
+
+long sent_packets() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::ifstream f("/sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts");
+  long n = -1;
+  f >> n;
+  return n;
+}
 
 }  // namespace rdmacm::rxe

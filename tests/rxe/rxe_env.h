@@ -22,4 +22,9 @@ sockaddr_in6 device_addr6(uint16_t port = 0);
 // tests of deliberate improvements (e.g. misuse rdma-core crashes on) skip.
 bool reference();
 
+// rxe0's sent-packet counter (a data-path case counts only if its bytes crossed
+// the device). The kernel refreshes hw_counters at most every 10 ms, so this
+// waits that long first: a read right after the traffic can show none of it.
+long sent_packets();
+
 }  // namespace rdmacm::rxe
