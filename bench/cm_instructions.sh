@@ -6,20 +6,23 @@
 # library's own object and for the whole client process, then ours' top
 # functions. Instruction counts, not seconds: repeatable on a busy machine.
 #
-#   bench/cm_instructions.sh [--lib PATH] [--small N] [--large N] [--top K]
+#   bench/cm_instructions.sh [--lib PATH] [--small N] [--large N] [--top K] [--keep DIR]
+#
+# --keep DIR leaves the callgrind profiles there (NAME.N.cg) for callgrind_annotate.
 #
 # Run it where there is an RDMA device, e.g. in the Soft-RoCE VM:
 #   tests/vm/rxe-vm auto -- bench/cm_instructions.sh --lib build/src/librdmacm.so.1
 set -euo pipefail
 LIB=$(dirname "$0")/../build/src/librdmacm.so.1
 SYSLIB=/usr/lib/x86_64-linux-gnu/librdmacm.so.1
-SMALL=20 LARGE=60 TOP=12
+SMALL=20 LARGE=60 TOP=12 KEEP=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--lib) LIB=$2; shift ;;
 	--small) SMALL=$2; shift ;;
 	--large) LARGE=$2; shift ;;
 	--top) TOP=$2; shift ;;
+	--keep) KEEP=$2; shift ;;
 	*) sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 	shift
@@ -30,7 +33,7 @@ for p in cmtime valgrind callgrind_annotate; do
 	command -v $p >/dev/null || { echo "$p is missing" >&2; exit 1; }
 done
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+trap '[ -z "$KEEP" ] || cp "$out"/*.cg "$KEEP"/; rm -rf "$out"' EXIT
 port=7700
 
 # profile NAME PRELOAD N: one cmtime pair, the client under callgrind.

@@ -133,7 +133,7 @@ bool go_private(CmId& id, int* fd) {
   uint32_t reported = 0;
   if (!own || transport().migrate_id(own->pub.fd, id.handle, *fd, &reported)) return false;
   *fd = own->pub.fd;
-  id.channel = std::move(own);
+  id.set_channel(std::move(own));
   id.sync = true;
   return true;
 }
@@ -145,9 +145,8 @@ std::shared_ptr<CmId> adopt_id(const CmId& listener, uint32_t handle) {
   try {
     auto id = std::make_shared<CmId>();
     id->handle = handle;
-    id->channel = std::atomic_load(&listener.channel);
+    id->set_channel(std::atomic_load(&listener.channel));
     if (!listener.sync || go_private(*id, &fd)) {
-      id->pub.channel = &id->channel->pub;
       id->pub.context = listener.pub.context;
       id->pub.ps = listener.pub.ps;
       id->pub.qp_type = listener.pub.qp_type;

@@ -33,16 +33,16 @@ int create_id_typed(rdma_event_channel* channel, rdma_cm_id** out, void* context
                     int port_space, int qp_type) {
   if (default_qp_type(port_space) < 0) return -EINVAL;
 
-  auto id = std::make_shared<CmId>();
+  std::shared_ptr<EventChannel> ch;
   if (channel) {
-    id->channel = Objects::get().channels.find(channel);
-    if (!id->channel) return -EINVAL;
+    if (!(ch = Objects::get().channels.find(channel))) return -EINVAL;
   } else {
     int err = 0;
-    if (!(id->channel = private_channel(&err))) return err;
-    id->sync = true;
+    if (!(ch = private_channel(&err))) return err;
   }
-  id->pub.channel = &id->channel->pub;
+  auto id = std::make_shared<CmId>();
+  id->sync = !channel;
+  id->set_channel(std::move(ch));
   id->pub.context = context;
   id->pub.ps = static_cast<rdma_port_space>(port_space);
   id->pub.qp_type = static_cast<ibv_qp_type>(qp_type);
@@ -150,6 +150,7 @@ int migrate(CmId& id, const std::shared_ptr<EventChannel>& to) {
     return err;
   if (id.sync) ack_stored_event(id);
   std::atomic_store(&id.channel, target);  // see CmId::fd()
+  id.channel_fd.store(target->pub.fd, std::memory_order_release);
   id.pub.channel = &target->pub;
   id.sync = !to;
   if (id.sync)

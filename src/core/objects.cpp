@@ -48,10 +48,7 @@ const char* event_name(uint32_t type) {
   return type < sizeof(names) / sizeof(names[0]) ? names[type] : "UNKNOWN EVENT";
 }
 
-Objects& Objects::get() {
-  static Objects* objects = new Objects;
-  return *objects;
-}
+constinit ObjectsStorage objects_storage;
 
 void Objects::publish(const std::shared_ptr<CmId>& id) {
   try {

@@ -93,7 +93,10 @@ class EventChannel {
 struct CmId {
   rdma_cm_id pub{};
   uint32_t handle = 0;                    // the kernel's id
-  std::shared_ptr<EventChannel> channel;  // keeps the fd open while we live
+  // Keeps the fd open while we live. Written while the id is unpublished,
+  // then only by rdma_migrate_id (std::atomic_store, see fd()).
+  std::shared_ptr<EventChannel> channel;
+  std::atomic<int> channel_fd{-1};  // channel->pub.fd, for readers of fd()
   std::atomic<bool> sync{false};          // events consumed by the library
   std::atomic<bool> listening{false};     // rdma_listen succeeded
   std::atomic<bool> destroying{false};
@@ -125,7 +128,15 @@ struct CmId {
   uint64_t uid() const { return reinterpret_cast<uintptr_t>(&pub); }
   // Atomic: rdma_migrate_id replaces channel while a reader of the old
   // channel may be querying the kernel through it (an ADDR_RESOLVED, say).
-  int fd() const { return std::atomic_load(&channel)->pub.fd; }
+  // A plain int: std::atomic_load of a shared_ptr takes one of libstdc++'s
+  // hashed global mutexes, a quarter of a connection's instructions.
+  int fd() const { return channel_fd.load(std::memory_order_acquire); }
+  // Sets channel and channel_fd together (single-threaded: a new id).
+  void set_channel(std::shared_ptr<EventChannel> ch) {
+    channel_fd.store(ch->pub.fd, std::memory_order_release);
+    pub.channel = &ch->pub;
+    channel = std::move(ch);
+  }
   // Events handed to the application so far: the kernel's count plus ours.
   uint32_t reported(uint32_t by_kernel) const { return by_kernel + user_reported; }
 };
@@ -166,7 +177,7 @@ struct Objects {
   Registry<rdma_cm_event, Event> events;
   Registry<void, UserEvent> user_events;  // by doorbell uid
 
-  static Objects& get();
+  static Objects& get();  // below
 
   static const void* key(uint64_t uid) { return reinterpret_cast<const void*>(uid); }
   // Kernel handles start at 0; keep them clear of the null key.
@@ -179,5 +190,15 @@ struct Objects {
   // its id to count it.
   void detach(const CmId& id);
 };
+
+// Constant-initialised storage that is never destroyed (see Objects).
+union ObjectsStorage {
+  constexpr ObjectsStorage() : objects() {}
+  ~ObjectsStorage() {}
+  Objects objects;
+};
+extern ObjectsStorage objects_storage;
+
+inline Objects& Objects::get() { return objects_storage.objects; }
 
 }  // namespace rdmacm::core
