@@ -215,7 +215,7 @@ class KernelTransport final : public Transport {
 
   int init_qp_attr(int fd, uint32_t id, ibv_qp_state state, ibv_qp_attr* attr,
                    int* mask) override {
-    ib_uverbs_qp_attr resp{};
+    ib_uverbs_qp_attr resp;  // the kernel writes it all
     ucma_abi_init_qp_attr cmd{};
     cmd.response = ptr(&resp);
     cmd.id = id;

@@ -131,7 +131,7 @@ bool translate(const ucma_abi_event_resp& w, Event& ev) {
   bool queued = translate_user_event(w.uid, ev, &doorbell);
   if (doorbell) return queued;
   Objects& objs = Objects::get();
-  std::shared_ptr<CmId> id = w.uid ? objs.attached.find(Objects::key(w.uid))
+  std::shared_ptr<CmId> id = w.uid ? objs.ids.find(Objects::id_key(w.uid))
                                    : objs.handles.find(Objects::handle_key(w.id));
   if (!id) return false;
   // Before accept() the kernel knows a new id by handle only; of its events
@@ -208,7 +208,7 @@ int next_event(EventChannel& ch, rdma_cm_event** out) {
     // Allocated before the kernel counts the event as reported, so that
     // running out of memory cannot lose a counted event.
     auto ev = std::make_shared<Event>();
-    ucma_abi_event_resp w{};
+    ucma_abi_event_resp w;  // the transport fills it all
     if (int err = transport().get_event(ch.pub.fd, &w)) return err;
     if (!translate(w, *ev)) {
       if (trace_on) trace_event(w.event, w.id, nullptr);

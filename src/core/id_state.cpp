@@ -15,7 +15,10 @@
 
 namespace rdmacm::core {
 
-std::shared_ptr<CmId> find_id(rdma_cm_id* pub) { return Objects::get().ids.find(pub); }
+std::shared_ptr<CmId> find_id(rdma_cm_id* pub) {
+  auto id = Objects::get().ids.find(pub);
+  return id && !id->destroying ? id : nullptr;
+}
 
 int default_qp_type(int port_space) {
   switch (port_space) {
@@ -150,7 +153,7 @@ std::shared_ptr<CmId> adopt_id(const CmId& listener, uint32_t handle) {
       id->pub.context = listener.pub.context;
       id->pub.ps = listener.pub.ps;
       id->pub.qp_type = listener.pub.qp_type;
-      Objects::get().publish(id);
+      Objects::get().publish(id, true);
       return id;
     }
   } catch (const std::bad_alloc&) {
@@ -162,11 +165,10 @@ std::shared_ptr<CmId> adopt_id(const CmId& listener, uint32_t handle) {
 }
 
 void discard_id(const std::shared_ptr<CmId>& id) {
-  Objects& objs = Objects::get();
-  objs.ids.take_if(&id->pub, id.get());
+  id->destroying = true;
   uint32_t ignored;
   transport().destroy_id(id->fd(), id->handle, &ignored);
-  objs.detach(*id);
+  Objects::get().detach(*id);
 }
 
 int status_error(const rdma_cm_event& ev) {

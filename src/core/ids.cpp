@@ -64,15 +64,14 @@ int create_id_typed(rdma_event_channel* channel, rdma_cm_id** out, void* context
 
 int destroy_id(rdma_cm_id* pub) {
   Objects& objs = Objects::get();
-  auto id = objs.ids.take(pub);
-  if (!id) return -EINVAL;
-  id->destroying = true;
+  auto id = objs.ids.find(pub);
+  // Claimed once: a second destroy racing the first is refused.
+  if (!id || id->destroying.exchange(true)) return -EINVAL;
   ack_stored_event(*id);
   uint32_t reported = 0;
   if (int err = transport().destroy_id(id->fd(), id->handle, &reported)) {
     // The kernel still has it: the id stays valid, as with rdma-core.
     id->destroying = false;
-    objs.ids.add(pub, id);
     return err;
   }
   cancel_user_events(*id);

@@ -50,20 +50,19 @@ const char* event_name(uint32_t type) {
 
 constinit ObjectsStorage objects_storage;
 
-void Objects::publish(const std::shared_ptr<CmId>& id) {
+void Objects::publish(const std::shared_ptr<CmId>& id, bool by_handle) {
+  ids.add(&id->pub, id);
+  if (!by_handle) return;
   try {
-    attached.add(key(id->uid()), id);
     handles.add(handle_key(id->handle), id);
-    ids.add(&id->pub, id);
-  } catch (...) {  // std::bad_alloc: all three or none
-    detach(*id);
+  } catch (...) {  // std::bad_alloc: both or none
     ids.take_if(&id->pub, id.get());
     throw;
   }
 }
 
 void Objects::detach(const CmId& id) {
-  attached.take_if(key(id.uid()), &id);
+  ids.take_if(&id.pub, &id);
   handles.take_if(handle_key(id.handle), &id);
 }
 

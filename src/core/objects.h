@@ -152,27 +152,38 @@ struct UserEvent {
   int status = 0;
   uint64_t arg = 0;
 
-  uint64_t uid() const { return reinterpret_cast<uintptr_t>(this); }
+  // The doorbell's uid: its address with the low bit set, so that the event
+  // pump tells a doorbell's event from an id's (uid: an aligned address)
+  // without a lookup.
+  uint64_t uid() const { return reinterpret_cast<uintptr_t>(this) | 1; }
+  static bool is_doorbell(uint64_t uid) { return uid & 1; }
 };
 
 // An rdma_cm_event handed to the application; owns its private data copy.
 struct Event {
+  // User-provided, so that make_shared does not zero private_data first
+  // (only what the kernel sent is ever read from it).
+  Event() {}
+
   rdma_cm_event pub{};
   // The id the kernel counted this event against, whose destroy waits for
   // its acknowledgement. For a connection request that is the listener, not
   // the new id in pub.id.
   std::shared_ptr<CmId> owner;
   std::shared_ptr<Multicast> group;  // for multicast events: its tally too
-  uint8_t private_data[256] = {};
+  uint8_t private_data[256];
 };
 
 // Process-wide tables. Never destroyed, so that handles an application leaks
 // at exit are still safe to use from its atexit handlers.
 struct Objects {
   Registry<rdma_event_channel, EventChannel> channels;
-  Registry<rdma_cm_id, CmId> ids;  // visible to the application
-  Registry<void, CmId> attached;   // by uid: ids the kernel knows about
-  Registry<void, CmId> handles;    // by kernel handle, for events without uid
+  // Every id the kernel knows about, by its public pointer (which is also its
+  // uid). The application's calls find only those not being destroyed.
+  Registry<rdma_cm_id, CmId> ids;
+  // Ids made for connection requests, by kernel handle: their events before
+  // rdma_accept come without a uid.
+  Registry<void, CmId> handles;
   Registry<void, Multicast> groups;  // by uid
   Registry<rdma_cm_event, Event> events;
   Registry<void, UserEvent> user_events;  // by doorbell uid
@@ -180,10 +191,14 @@ struct Objects {
   static Objects& get();  // below
 
   static const void* key(uint64_t uid) { return reinterpret_cast<const void*>(uid); }
+  static const rdma_cm_id* id_key(uint64_t uid) {
+    return reinterpret_cast<const rdma_cm_id*>(uid);
+  }
   // Kernel handles start at 0; keep them clear of the null key.
   static const void* handle_key(uint32_t h) { return key((1ull << 32) | h); }
-  // Makes a new id reachable by the application and by kernel events.
-  void publish(const std::shared_ptr<CmId>& id);
+  // Makes a new id reachable by the application and by kernel events (also
+  // by its kernel handle if it came with a connection request).
+  void publish(const std::shared_ptr<CmId>& id, bool by_handle = false);
   // Removes it from the event tables: only once every event the kernel
   // reported for it has been acknowledged or dropped, since a reader may hold
   // one it took from the kernel just before the destroy and must still find

@@ -7,12 +7,10 @@
 //
 // Cost matters: every call and every event goes through a lookup or two. A
 // table is an open-addressed array (linear probing with backward-shift
-// removal, no allocation per entry, never shrinks) behind a spin lock held for
+// removal, no allocation per entry, never shrinks) behind a TableLock held for
 // a probe and a reference count: no system call, no pthread mutex, a handful
-// of instructions when uncontended. Waiters spin briefly, then yield.
+// of instructions when uncontended.
 #pragma once
-
-#include <sched.h>
 
 #include <atomic>
 #include <cstddef>
@@ -25,19 +23,39 @@
 
 namespace rdmacm::core {
 
-// A lock for critical sections of a few dozen instructions.
-class SpinLock {
+// A lock for critical sections of a few dozen instructions: one atomic
+// compare-and-swap when free, a short spin, then a futex wait (through
+// std::atomic::wait) so that a holder preempted on a busy host is not spun on.
+// States: 0 free, 1 held, 2 held with waiters (Drepper's "futexes are tricky").
+class TableLock {
  public:
   void lock() {
-    for (int spins = 0; held_.exchange(true, std::memory_order_acquire);) {
-      while (held_.load(std::memory_order_relaxed))
-        if (++spins > 64) sched_yield();
-    }
+    int c = 0;
+    if (!state_.compare_exchange_strong(c, 1, std::memory_order_acquire)) contended(c);
   }
-  void unlock() { held_.store(false, std::memory_order_release); }
+  void unlock() {
+    if (state_.exchange(0, std::memory_order_release) == 2) state_.notify_one();
+  }
 
  private:
-  std::atomic<bool> held_{false};
+  void contended(int c) {
+    for (int spins = 0; spins < 100; ++spins) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      c = 0;
+      if (state_.load(std::memory_order_relaxed) == 0 &&
+          state_.compare_exchange_weak(c, 1, std::memory_order_acquire))
+        return;
+    }
+    c = state_.exchange(2, std::memory_order_acquire);
+    while (c != 0) {
+      state_.wait(2, std::memory_order_relaxed);
+      c = state_.exchange(2, std::memory_order_acquire);
+    }
+  }
+
+  std::atomic<int> state_{0};
 };
 
 template <typename Public, typename Owner>
@@ -56,7 +74,7 @@ class Registry {
       std::swap(s->owner, owner);  // the old owner goes after the lock
       return;
     }
-    if ((live_ + 1) * 4 > capacity() * 3) grow();
+    if ((live_ + 1) * 2 > capacity()) grow();  // at most half full: short probe runs
     size_t i = home(key);
     while (slots_[i].key) i = (i + 1) & mask_;
     slots_[i].key = key;
@@ -164,7 +182,7 @@ class Registry {
     delete[] old;
   }
 
-  mutable SpinLock lock_;
+  mutable TableLock lock_;
   Slot* slots_ = nullptr;
   size_t mask_ = 0;
   unsigned shift_ = 64;

@@ -117,6 +117,23 @@ TEST(RegistryTest, TakeIfLeavesANewerOwnerOfTheSameKey) {
   EXPECT_EQ(old_owner.use_count(), 1) << "the table let go of the replaced owner";
 }
 
+TEST(RegistryTest, TheTableLockExcludesUnderContention) {
+  // More threads than this machine's cores: holders get preempted, waiters
+  // go to the futex; every increment must still be counted once.
+  TableLock lock;
+  long count = 0;  // plain: only the lock protects it
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200000; ++i) {
+        std::lock_guard guard(lock);
+        ++count;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(count, 6 * 200000);
+}
+
 TEST(RegistryTest, FindsRacingAddsAndTakesSeeLiveOwnersOnly) {
   Registry<void, Thing> r;
   std::atomic<bool> stop{false};
