@@ -138,7 +138,8 @@ class KernelTransport final : public Transport {
   }
 
   int get_event(int fd, ucma_abi_event_resp* out) override {
-    *out = {};
+    // The kernel writes all of it but the ECE, which kernels before 5.10 lack.
+    out->ece = {};
     ucma_abi_get_event cmd{};
     cmd.response = ptr(out);
     return execute(fd, UCMA_CMD_GET_EVENT, cmd, sizeof(*out));

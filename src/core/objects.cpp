@@ -22,7 +22,9 @@ void EventTally::wait(uint32_t reported, const std::function<void()>& on_stall) 
   constexpr auto kStall = std::chrono::seconds(5);
   std::unique_lock lock(mutex_);
   auto counted = [&] { return done_ >= reported; };
-  if (cv_.wait_for(lock, kStall, counted)) return;
+  // Usually all acknowledged already: no clock read (a system call where the
+  // clock has no vDSO, as in the test VM).
+  if (counted() || cv_.wait_for(lock, kStall, counted)) return;
   if (on_stall) {
     lock.unlock();
     on_stall();

@@ -9,8 +9,8 @@ namespace rdmacm::core {
 namespace {
 
 // Asks the kernel for the attributes of the given state and applies them.
+// The kernel's converter fills every field a mask bit it returns can name.
 int to_state(CmId& id, ibv_qp* qp, ibv_qp_state state, ibv_qp_attr& attr, int* mask) {
-  attr = {};
   if (int err = transport().init_qp_attr(id.fd(), id.handle, state, &attr, mask)) return err;
   return qp ? modify_qp(qp, attr, *mask) : 0;
 }
