@@ -12,25 +12,48 @@ EventChannel::~EventChannel() {
   if (pub.fd >= 0) ::close(pub.fd);
 }
 
+namespace {
+
+// Where waiting tallies sleep. done() looks at `waiters` after counting and
+// wait() counts itself in before looking at the tally, both sequentially
+// consistent: either the waiter sees the new count or the counter sees the
+// waiter and notifies under the mutex (which the waiter holds until it sleeps).
+struct TallyWaits {
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::atomic<int> waiters{0};
+};
+
+TallyWaits& tally_waits() {
+  static TallyWaits* waits = new TallyWaits;  // never destroyed: see Objects
+  return *waits;
+}
+
+}  // namespace
+
 void EventTally::done() {
-  std::lock_guard lock(mutex_);
-  ++done_;
-  cv_.notify_all();
+  done_.fetch_add(1);
+  TallyWaits& w = tally_waits();
+  if (w.waiters.load()) {
+    std::lock_guard lock(w.mutex);
+    w.cv.notify_all();
+  }
 }
 
 void EventTally::wait(uint32_t reported, const std::function<void()>& on_stall) {
+  auto counted = [&] { return done_.load() >= reported; };
+  if (counted()) return;  // the usual case: no lock, no clock read
   constexpr auto kStall = std::chrono::seconds(5);
-  std::unique_lock lock(mutex_);
-  auto counted = [&] { return done_ >= reported; };
-  // Usually all acknowledged already: no clock read (a system call where the
-  // clock has no vDSO, as in the test VM).
-  if (counted() || cv_.wait_for(lock, kStall, counted)) return;
-  if (on_stall) {
+  TallyWaits& w = tally_waits();
+  std::unique_lock lock(w.mutex);
+  w.waiters.fetch_add(1);
+  if (!w.cv.wait_for(lock, kStall, counted) && on_stall) {
     lock.unlock();
     on_stall();
     lock.lock();
   }
-  cv_.wait(lock, counted);
+  w.cv.wait(lock, counted);
+  w.waiters.fetch_sub(1);
 }
 
 const char* event_name(uint32_t type) {

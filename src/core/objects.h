@@ -2,7 +2,7 @@
 //
 // Locking discipline (read before adding a lock, or a call under one):
 // - Every lock is a leaf: no code takes a second lock while holding one.
-//   The locks: each Registry's table lock, each EventTally's, CmId::mc_mutex,
+//   The locks: each Registry's table lock, the EventTallies' shared one, CmId::mc_mutex,
 //   CmId::user_mutex, DeviceTable's. A Registry::for_each callback runs under
 //   its table's lock and must take no other (warn_unacked only reads).
 // - Held across a call into the kernel, deliberately and only these:
@@ -48,6 +48,8 @@ struct UserEvent;
 // Counts events the application has acknowledged, so that whoever tears
 // down their source can wait until it has acknowledged as many as the kernel
 // reported (rdma-core's documented rule for destroy and leave).
+// An atomic count (4 bytes per id, one atomic add per acknowledgement);
+// the rare waiters share one process-wide mutex and condition variable.
 class EventTally {
  public:
   void done();
@@ -57,9 +59,7 @@ class EventTally {
   void wait(uint32_t reported, const std::function<void()>& on_stall = {});
 
  private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  uint32_t done_ = 0;
+  std::atomic<uint32_t> done_{0};
 };
 
 // A multicast group joined through an id (its kernel handle and address).

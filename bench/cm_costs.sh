@@ -1,0 +1,38 @@
+#!/bin/bash
+# What a connection and an id cost, rdma-core's library and ours side by side:
+# instructions per connection (cm_instructions.sh), system calls and ucma
+# commands per connection (cm_syscalls.sh), ids at scale (id_scale.sh), one
+# after the other. The README's performance table comes from this command
+# without --quick; --quick (small counts, one round) only keeps it working.
+#
+#   bench/cm_costs.sh [--lib PATH] [--bin PATH/id_scale] [--quick]
+#
+# Run it where there is an RDMA device, e.g. in the Soft-RoCE VM:
+#   tests/vm/rxe-vm auto -- bench/cm_costs.sh
+set -euo pipefail
+HERE=$(dirname "$0")
+LIB=$HERE/../build/src/librdmacm.so.1
+BIN=$HERE/../build/bench/id_scale
+QUICK=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--lib) LIB=$2; shift ;;
+	--bin) BIN=$2; shift ;;
+	--quick) QUICK=1 ;;
+	*) sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	esac
+	shift
+done
+if [ -n "$QUICK" ]; then
+	"$HERE/cm_instructions.sh" --lib "$LIB" --small 5 --large 15 --top 5
+	echo
+	"$HERE/cm_syscalls.sh" --lib "$LIB" --small 5 --large 15
+	echo
+	"$HERE/id_scale.sh" --lib "$LIB" --bin "$BIN" --counts "100 1000" --rounds 1
+else
+	"$HERE/cm_instructions.sh" --lib "$LIB"
+	echo
+	"$HERE/cm_syscalls.sh" --lib "$LIB"
+	echo
+	"$HERE/id_scale.sh" --lib "$LIB" --bin "$BIN"
+fi
