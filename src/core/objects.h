@@ -36,6 +36,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/leaf_lock.h"
 #include "core/registry.h"
 #include "core/transport.h"
 
@@ -112,14 +113,14 @@ struct CmId {
   std::vector<uint8_t> connect_data;   // prefix of the next connect/accept data
   std::unique_ptr<ibv_qp_init_attr> ep_qp_attr;  // passive endpoints' QPs
 
-  std::mutex mc_mutex;
+  LeafLock mc_mutex;
   std::vector<std::shared_ptr<Multicast>> groups;
 
   EventTally tally;  // all events of this id, groups' included
 
   // Events queued by the library or the application (core/user_events.cpp),
   // and what rdma_resolve_addrinfo found (core/addrinfo_async.cpp).
-  std::mutex user_mutex;
+  LeafLock user_mutex;
   std::vector<std::shared_ptr<UserEvent>> pending_events;
   std::atomic<uint32_t> user_reported{0};  // handed out, like the kernel's
   bool resolving = false;

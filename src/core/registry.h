@@ -7,7 +7,7 @@
 //
 // Cost matters: every call and every event goes through a lookup or two. A
 // table is an open-addressed array (linear probing with backward-shift
-// removal, no allocation per entry, never shrinks) behind a TableLock held for
+// removal, no allocation per entry, never shrinks) behind a LeafLock held for
 // a probe and a reference count: no system call, no pthread mutex, a handful
 // of instructions when uncontended.
 #pragma once
@@ -21,42 +21,9 @@
 #include <unordered_set>
 #include <utility>
 
+#include "core/leaf_lock.h"
+
 namespace rdmacm::core {
-
-// A lock for critical sections of a few dozen instructions: one atomic
-// compare-and-swap when free, a short spin, then a futex wait (through
-// std::atomic::wait) so that a holder preempted on a busy host is not spun on.
-// States: 0 free, 1 held, 2 held with waiters (Drepper's "futexes are tricky").
-class TableLock {
- public:
-  void lock() {
-    int c = 0;
-    if (!state_.compare_exchange_strong(c, 1, std::memory_order_acquire)) contended(c);
-  }
-  void unlock() {
-    if (state_.exchange(0, std::memory_order_release) == 2) state_.notify_one();
-  }
-
- private:
-  void contended(int c) {
-    for (int spins = 0; spins < 100; ++spins) {
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
-      c = 0;
-      if (state_.load(std::memory_order_relaxed) == 0 &&
-          state_.compare_exchange_weak(c, 1, std::memory_order_acquire))
-        return;
-    }
-    c = state_.exchange(2, std::memory_order_acquire);
-    while (c != 0) {
-      state_.wait(2, std::memory_order_relaxed);
-      c = state_.exchange(2, std::memory_order_acquire);
-    }
-  }
-
-  std::atomic<int> state_{0};
-};
 
 template <typename Public, typename Owner>
 class Registry {
@@ -74,7 +41,7 @@ class Registry {
       std::swap(s->owner, owner);  // the old owner goes after the lock
       return;
     }
-    if ((live_ + 1) * 2 > capacity()) grow();  // at most half full: short probe runs
+    if ((live_ + 1) * 4 > capacity() * 3) grow();  // at most three quarters full
     size_t i = home(key);
     while (slots_[i].key) i = (i + 1) & mask_;
     slots_[i].key = key;
@@ -162,7 +129,7 @@ class Registry {
     --live_;
   }
 
-  // Doubles the table (16 slots to begin with). Allocates before touching
+  // Doubles the table (16 slots to begin with): 24 to 48 bytes per entry. Allocates before touching
   // anything, so a failure leaves the table as it was.
   void grow() {
     size_t cap = capacity() ? capacity() * 2 : 16;
@@ -182,7 +149,7 @@ class Registry {
     delete[] old;
   }
 
-  mutable TableLock lock_;
+  mutable LeafLock lock_;
   Slot* slots_ = nullptr;
   size_t mask_ = 0;
   unsigned shift_ = 64;

@@ -117,10 +117,10 @@ TEST(RegistryTest, TakeIfLeavesANewerOwnerOfTheSameKey) {
   EXPECT_EQ(old_owner.use_count(), 1) << "the table let go of the replaced owner";
 }
 
-TEST(RegistryTest, TheTableLockExcludesUnderContention) {
+TEST(RegistryTest, TheLeafLockExcludesUnderContention) {
   // More threads than this machine's cores: holders get preempted, waiters
   // go to the futex; every increment must still be counted once.
-  TableLock lock;
+  LeafLock lock;
   long count = 0;  // plain: only the lock protects it
   std::vector<std::thread> threads;
   for (int t = 0; t < 6; ++t)
