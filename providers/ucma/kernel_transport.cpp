@@ -152,21 +152,20 @@ class KernelTransport final : public Transport {
     return execute(fd, UCMA_CMD_RESOLVE_ROUTE, cmd);
   }
 
-  int query_path(int fd, uint32_t id, std::vector<ibv_path_data>* out) override {
+  int query_path(int fd, uint32_t id, ibv_path_data* out, size_t* n) override {
     // Room for the primary and alternate paths of both directions and more.
     constexpr size_t kMaxPaths = 6;
-    alignas(8) uint8_t resp[sizeof(ucma_abi_query_path_resp) +
-                            kMaxPaths * sizeof(ibv_path_data)] = {};
+    // The kernel writes the header and num_paths records.
+    alignas(8) uint8_t resp[sizeof(ucma_abi_query_path_resp) + kMaxPaths * sizeof(ibv_path_data)];
+    std::memset(resp, 0, sizeof(ucma_abi_query_path_resp));
     int err = query(fd, id, UCMA_QUERY_PATH, resp, sizeof(resp));
     if (err) return err;
     uint32_t num_paths;
     std::memcpy(&num_paths, resp + offsetof(ucma_abi_query_path_resp, num_paths),
                 sizeof(num_paths));
-    size_t n = std::min<size_t>(num_paths, kMaxPaths);
-    out->resize(n);
-    if (n)  // an empty vector's data() may be NULL
-      std::memcpy(out->data(), resp + sizeof(ucma_abi_query_path_resp),
-                  n * sizeof(ibv_path_data));
+    *n = std::min<size_t>({num_paths, kMaxPaths, *n});
+    if (*n)
+      std::memcpy(out, resp + sizeof(ucma_abi_query_path_resp), *n * sizeof(ibv_path_data));
     return 0;
   }
 

@@ -9,6 +9,7 @@
 #include <new>
 
 #include "core/cm.h"
+#include "core/event_pool.h"
 #include "core/id_state.h"
 #include "core/objects.h"
 #include "core/qp_state.h"
@@ -207,7 +208,7 @@ int next_event(EventChannel& ch, rdma_cm_event** out) {
   for (;;) {
     // Allocated before the kernel counts the event as reported, so that
     // running out of memory cannot lose a counted event.
-    auto ev = std::make_shared<Event>();
+    auto ev = new_event();
     ucma_abi_event_resp w;  // the transport fills it all
     if (int err = transport().get_event(ch.pub.fd, &w)) return err;
     if (!translate(w, *ev)) {

@@ -94,10 +94,11 @@ int refresh_address(CmId& id) {
 
 int refresh_paths(CmId& id) {
   if (!id.pub.verbs || id.pub.verbs->device->transport_type != IBV_TRANSPORT_IB) return 0;
-  std::vector<ibv_path_data> data;
-  if (int err = transport().query_path(id.fd(), id.handle, &data)) return err;
-  id.paths.resize(data.size());
-  for (size_t i = 0; i < data.size(); ++i) {
+  ibv_path_data data[6];  // both directions' primary and alternate paths, and more
+  size_t n = sizeof(data) / sizeof(data[0]);
+  if (int err = transport().query_path(id.fd(), id.handle, data, &n)) return err;
+  id.paths.resize(n);
+  for (size_t i = 0; i < n; ++i) {
     const ibv_path_record& p = data[i].path;
     ibv_sa_path_rec& r = id.paths[i];
     r = {};

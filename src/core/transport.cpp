@@ -21,7 +21,7 @@ class NoTransport final : public Transport {
   int query_gid(int, uint32_t, uint8_t*, uint8_t*) override { return -ENODEV; }
   int get_event(int, ucma_abi_event_resp*) override { return -ENODEV; }
   int resolve_route(int, uint32_t, uint32_t) override { return -ENODEV; }
-  int query_path(int, uint32_t, std::vector<ibv_path_data>*) override { return -ENODEV; }
+  int query_path(int, uint32_t, ibv_path_data*, size_t*) override { return -ENODEV; }
   int connect(int, uint32_t, const ucma_abi_conn_param&, const ucma_abi_ece&) override {
     return -ENODEV;
   }

@@ -42,8 +42,9 @@ class Transport {
   // connection request, out->id is the new kernel id's handle.
   virtual int get_event(int fd, ucma_abi_event_resp* out) = 0;
   virtual int resolve_route(int fd, uint32_t id, uint32_t timeout_ms) = 0;
-  // Path records of a resolved route (UCMA_QUERY_PATH).
-  virtual int query_path(int fd, uint32_t id, std::vector<ibv_path_data>* out) = 0;
+  // Path records of a resolved route (UCMA_QUERY_PATH): at most *n of them
+  // into out; *n is then how many there are.
+  virtual int query_path(int fd, uint32_t id, ibv_path_data* out, size_t* n) = 0;
   virtual int connect(int fd, uint32_t id, const ucma_abi_conn_param& param,
                       const ucma_abi_ece& ece) = 0;
   virtual int listen(int fd, uint32_t id, int backlog) = 0;

@@ -125,7 +125,7 @@ class FakeTransport : public Transport {
   int query_gid(int fd, uint32_t id, uint8_t sgid[16], uint8_t dgid[16]) override;
   int get_event(int fd, ucma_abi_event_resp* out) override;
   int resolve_route(int fd, uint32_t id, uint32_t timeout_ms) override;
-  int query_path(int fd, uint32_t id, std::vector<ibv_path_data>* out) override;
+  int query_path(int fd, uint32_t id, ibv_path_data* out, size_t* n) override;
   int connect(int fd, uint32_t id, const ucma_abi_conn_param& param,
               const ucma_abi_ece& ece) override;
   int listen(int fd, uint32_t id, int backlog) override;
