@@ -94,9 +94,9 @@ restart() {
 	run reconnect $port > "$LOG/reconnect.$WHO" 2>&1 &
 	c=$!
 	wait_line "$LOG/reconnect.$WHO" 'ESTABLISHED 1' 20 || fail "first connection"
+	t_kill=$EPOCHREALTIME
 	kill -KILL $s
 	pkill -KILL -f "local_failures serve $port"
-	t_kill=$EPOCHREALTIME
 	wait $s 2>/dev/null
 	sleep 3
 	run serve $port > "$LOG/serve2.$WHO" 2>&1 &
@@ -108,9 +108,14 @@ restart() {
 	pkill -f "local_failures serve $port"
 	wait $s 2>/dev/null
 	grep -q 'server killed: RDMA_CM_EVENT_DISCONNECTED(0)' <<< "$out" || fail "restart: no DISCONNECTED"
+	local t_dis noticed
+	t_dis=$(sed -n 's/^DISCONNECTED_EPOCH //p' <<< "$out")
+	noticed=$(elapsed "${t_dis:-0}" "$t_kill")
+	echo "restart ($WHO): DISCONNECTED $noticed s after the kill"
+	awk -v n="$noticed" 'BEGIN { exit !(n >= 0 && n <= 5) }' || fail "restart: DISCONNECTED not within 5 s of the kill"
 	grep -q 'ESTABLISHED again' <<< "$out" || fail "restart: no reconnection"
 	grep -q 'after 0 refusal' <<< "$out" && fail "restart: not refused while the server was down"
-	echo "TABLE restart $WHO $(grep -o 'server killed.*' <<< "$out"); $(grep -o 'ESTABLISHED again.*' <<< "$out")"
+	echo "TABLE restart $WHO $(grep -o 'server killed.*' <<< "$out") after ${noticed}s; $(grep -o 'ESTABLISHED again.*' <<< "$out")"
 }
 
 addr_change() {
