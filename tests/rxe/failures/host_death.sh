@@ -1,4 +1,5 @@
 #!/bin/bash
+# shellcheck disable=SC2015 # "A && B || C": C is meant whenever A or B fails
 # A peer host that dies, over two VMs (`rxe-vm run2`): the client VM powers
 # itself off while, on the server VM, connections are at three stages, for
 # rdma-core's library and ours side by side, and for the bundled rping and

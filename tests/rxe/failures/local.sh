@@ -1,4 +1,5 @@
 #!/bin/bash
+# shellcheck disable=SC2015 # "A && B || C": C is meant whenever A or B fails
 # One VM's failure cases, on our library and on rdma-core's (LD_PRELOAD), in
 # one boot (tests/rxe/failures/local_failures.cpp does the RDMA side):
 #
@@ -60,6 +61,7 @@ wait_line() {
 	done
 	return 1
 }
+# shellcheck disable=SC2086 # the dotted quad split into four numbers
 gid_of() { printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${1//./ }; }
 wait_gid() { # wait_gid IP: rxe0 has the GID of IP
 	local g i
