@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "core/objects.h"
+
 namespace rdmacm::core {
 
 DeviceTable& DeviceTable::instance() {
@@ -18,7 +20,9 @@ void DeviceTable::refresh_locked() {
   bool added = false;
   for (int i = 0; i < n; ++i) {
     uint64_t guid = ibv_get_device_guid(list[i]);
-    auto same = [&](const auto& d) { return d->guid_be == guid; };
+    // A removed device's GUID may come back (an rxe link added again): that
+    // is a new device, not the one whose context we still hold.
+    auto same = [&](const auto& d) { return d->guid_be == guid && !d->removed; };
     if (std::find_if(devices_.begin(), devices_.end(), same) != devices_.end())
       continue;
     auto d = std::make_unique<Device>();
@@ -70,10 +74,45 @@ Device* DeviceTable::by_guid(uint64_t guid_be) {
   std::lock_guard lock(mutex_);
   for (int attempt = 0; attempt < 2; ++attempt) {
     for (auto& d : devices_)
-      if (d->guid_be == guid_be) return open_locked(*d) ? d.get() : nullptr;
+      if (d->guid_be == guid_be && !d->removed) return open_locked(*d) ? d.get() : nullptr;
     refresh_locked();  // a device created after our last look
   }
   return nullptr;
+}
+
+void DeviceTable::mark_removed(Device* d) {
+  d->removed = true;
+  any_removed_ = true;
+}
+
+void DeviceTable::release_removed() {
+  if (!any_removed_.load(std::memory_order_relaxed)) return;
+  std::vector<Device*> idle;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& d : devices_)
+      if (d->removed) idle.push_back(d.get());
+  }
+  if (idle.empty()) return;
+  // Leaf locks: the ids' table is read without ours held. No id can bind to
+  // a removed device meanwhile (by_guid skips it).
+  Objects::get().ids.for_each([&](const rdma_cm_id*, const CmId& id) {
+    for (auto& d : idle)
+      if (d == id.device) d = nullptr;
+  });
+  std::lock_guard lock(mutex_);
+  for (Device* d : idle) {
+    if (!d) continue;
+    auto it = std::find_if(devices_.begin(), devices_.end(),
+                           [&](const auto& p) { return p.get() == d; });
+    if (it == devices_.end()) continue;  // another destroy released it first
+    if (d->pd) ibv_dealloc_pd(d->pd);
+    if (d->ctx) ibv_close_device(d->ctx);
+    d->pd = nullptr;
+    d->ctx = nullptr;
+    retired_.push_back(std::move(*it));
+    devices_.erase(it);
+  }
 }
 
 }  // namespace rdmacm::core

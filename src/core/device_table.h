@@ -3,11 +3,17 @@
 //
 // Devices stay open for the life of the process, as rdma-core's do, so the
 // pointers handed out by rdma_get_devices and stored in rdma_cm_id::verbs
-// and ::pd remain valid after rdma_free_devices.
+// and ::pd remain valid after rdma_free_devices. The exception is a device
+// the kernel removes (RDMA_CM_EVENT_DEVICE_REMOVAL): once no id is left on
+// it, its default PD and context are closed, since the kernel's removal
+// (`rdma link delete`, a hot-unplug) waits until every user of the uverbs
+// device has closed it. The application must have destroyed what it made on
+// that context (QPs, CQs, PDs, MRs) before it destroys the device's last id.
 #pragma once
 
 #include <infiniband/verbs.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -24,6 +30,7 @@ struct Device {
   uint8_t max_responder_resources = 0;
   uint32_t max_qp_wr = 0;  // work requests a QP of this device may hold
   std::vector<uint8_t> link_layer;  // per port, index port_num - 1
+  std::atomic<bool> removed{false};  // DEVICE_REMOVAL seen: no new id binds here
 };
 
 class DeviceTable {
@@ -43,6 +50,12 @@ class DeviceTable {
   // it), opened with its default PD; nullptr if unknown or unusable.
   Device* by_guid(uint64_t guid_be);
 
+  // The kernel reported DEVICE_REMOVAL for an id on d.
+  void mark_removed(Device* d);
+  // Closes the PD and context of every removed device no id is on any more
+  // (called after an id is destroyed; one relaxed load when none was removed).
+  void release_removed();
+
  private:
   // Refreshes the device list (devices may be added after start-up, e.g. an
   // rxe link created after the first call). Caller holds mutex_.
@@ -52,6 +65,8 @@ class DeviceTable {
   std::mutex mutex_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::vector<ibv_device**> lists_;  // kept alive: Device::dev points into them
+  std::vector<std::unique_ptr<Device>> retired_;  // released: kept for stale pointers
+  std::atomic<bool> any_removed_{false};
 };
 
 }  // namespace rdmacm::core

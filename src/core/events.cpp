@@ -9,6 +9,7 @@
 #include <new>
 
 #include "core/cm.h"
+#include "core/device_table.h"
 #include "core/event_pool.h"
 #include "core/id_state.h"
 #include "core/objects.h"
@@ -190,6 +191,10 @@ bool translate(const ucma_abi_event_resp& w, Event& ev) {
       }
       copy_conn(ev, w.param.conn);
       if (w.event == RDMA_CM_EVENT_REJECTED) modify_qp_err(*id);
+      break;
+    case RDMA_CM_EVENT_DEVICE_REMOVAL:  // let it go once its last id is destroyed
+      if (id->device) DeviceTable::instance().mark_removed(id->device);
+      copy_params(ev, *id, w);
       break;
     case RDMA_CM_EVENT_ESTABLISHED:
       copy_params(ev, *id, w);

@@ -11,6 +11,7 @@
 
 #include "core/addrinfo.h"
 #include "core/cm.h"
+#include "core/device_table.h"
 #include "core/events.h"
 #include "core/id_state.h"
 #include "core/ids.h"
@@ -84,6 +85,7 @@ int destroy_id(rdma_cm_id* pub) {
                  [&] { warn_unacked("rdma_destroy_id", pub, id.get()); });
   objs.detach(*id);
   forget_groups(*id);  // the kernel left them with the id
+  DeviceTable::instance().release_removed();
   return 0;
 }
 

@@ -88,6 +88,13 @@ void answer_at_once(FakeTransport& fake) {
 
 using namespace rdmacm::testing;
 
+namespace {
+std::atomic<int> device_opens{0}, device_closes{0};
+}  // namespace
+
+int rdmacm::testing::fake_device_opens() { return device_opens; }
+int rdmacm::testing::fake_device_closes() { return device_closes; }
+
 extern "C" {
 
 ibv_device** ibv_get_device_list(int* num_devices) {
@@ -102,9 +109,15 @@ void ibv_free_device_list(ibv_device** list) { std::free(list); }
 
 __be64 ibv_get_device_guid(ibv_device*) { return kFakeDeviceGuid; }
 
-ibv_context* ibv_open_device(ibv_device*) { return &context; }
+ibv_context* ibv_open_device(ibv_device*) {
+  ++device_opens;
+  return &context;
+}
 
-int ibv_close_device(ibv_context*) { return 0; }
+int ibv_close_device(ibv_context*) {
+  ++device_closes;
+  return 0;
+}
 
 int ibv_query_device(ibv_context*, ibv_device_attr* attr) {
   *attr = {};
