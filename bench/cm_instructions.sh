@@ -13,6 +13,8 @@
 # Run it where there is an RDMA device, e.g. in the Soft-RoCE VM:
 #   tests/vm/rxe-vm auto -- bench/cm_instructions.sh --lib build/src/librdmacm.so.1
 set -euo pipefail
+# shellcheck source=bench/cmtime_pair.sh
+. "$(dirname "$0")/cmtime_pair.sh"
 LIB=$(dirname "$0")/../build/src/librdmacm.so.1
 SYSLIB=/usr/lib/x86_64-linux-gnu/librdmacm.so.1
 SMALL=20 LARGE=60 TOP=12 KEEP=
@@ -38,16 +40,10 @@ port=7700
 
 # profile NAME PRELOAD N: one cmtime pair, the client under callgrind.
 profile() {
-	local name=$1 preload=$2 n=$3 srv
+	local name=$1 preload=$2 n=$3
 	port=$((port + 1))
-	LD_PRELOAD=$preload timeout 600 cmtime -b "$IP" -p "$port" -c "$n" >"$out/srv" 2>&1 &
-	srv=$!
-	sleep 1
-	LD_PRELOAD=$preload timeout 600 valgrind --tool=callgrind --callgrind-out-file="$out/$name.$n.cg" \
-		cmtime -s "$IP" -p "$port" -c "$n" >"$out/$name.$n.log" 2>&1 ||
-		{ echo "cmtime under callgrind failed ($name, $n):" >&2; cat "$out/$name.$n.log" "$out/srv" >&2; exit 1; }
-	kill "$srv" 2>/dev/null || true
-	wait "$srv" 2>/dev/null || true
+	cmtime_pair "$preload" "$port" "$n" "$out/$name.$n.log" 600 \
+		valgrind --tool=callgrind --callgrind-out-file="$out/$name.$n.cg"
 }
 
 # total FILE [OBJECT]: instructions of one object's functions, or of the whole

@@ -12,6 +12,8 @@
 # Run it where there is an RDMA device, e.g. in the Soft-RoCE VM:
 #   tests/vm/rxe-vm auto -- bench/cm_syscalls.sh --lib build/src/librdmacm.so.1
 set -euo pipefail
+# shellcheck source=bench/cmtime_pair.sh
+. "$(dirname "$0")/cmtime_pair.sh"
 LIB=$(dirname "$0")/../build/src/librdmacm.so.1
 SYSLIB=/usr/lib/x86_64-linux-gnu/librdmacm.so.1
 SMALL=20 LARGE=60
@@ -36,17 +38,11 @@ port=7800
 # trace NAME PRELOAD N: one cmtime pair, the client under strace; leaves
 # NAME.N.calls (name count per line) and NAME.N.ucma (command count per line).
 trace() {
-	local name=$1 preload=$2 n=$3 srv
+	local name=$1 preload=$2 n=$3
 	port=$((port + 1))
-	LD_PRELOAD=$preload timeout 300 cmtime -b "$IP" -p "$port" -c "$n" >"$out/srv" 2>&1 &
-	srv=$!
-	sleep 1
 	# -xx -s 4: each write's first four bytes, the ucma command number.
-	LD_PRELOAD=$preload timeout 300 strace -f -qq -xx -s 4 -o "$out/$name.$n.strace" \
-		cmtime -s "$IP" -p "$port" -c "$n" >"$out/$name.$n.log" 2>&1 ||
-		{ echo "cmtime under strace failed ($name, $n):" >&2; cat "$out/$name.$n.log" "$out/srv" >&2; exit 1; }
-	kill "$srv" 2>/dev/null || true
-	wait "$srv" 2>/dev/null || true
+	cmtime_pair "$preload" "$port" "$n" "$out/$name.$n.log" 300 \
+		strace -f -qq -xx -s 4 -o "$out/$name.$n.strace"
 	# "PID  name(args) = result", possibly split by <unfinished ...>/<... resumed>.
 	sed -En 's/^[0-9]+ +([a-z_0-9]+)\(.*/\1/p' "$out/$name.$n.strace" |
 		sort | uniq -c | awk '{ print $2, $1 }' >"$out/$name.$n.calls"

@@ -11,6 +11,8 @@
 # Run it where there is an RDMA device, e.g. in the Soft-RoCE VM:
 #   tests/vm/rxe-vm auto -- bench/connect_setup.sh --lib build/src/librdmacm.so.1
 set -euo pipefail
+# shellcheck source=bench/cmtime_pair.sh
+. "$(dirname "$0")/cmtime_pair.sh"
 LIB=$(dirname "$0")/../build/src/librdmacm.so.1
 SYSLIB=/usr/lib/x86_64-linux-gnu/librdmacm.so.1
 CONNS=100 ROUNDS=3
@@ -41,15 +43,7 @@ LIB=$out/lib-ours.so SYSLIB=$out/lib-rdma-core.so
 
 # round NAME PRELOAD N PORT: one cmtime pair; the client's table in $out/NAME.N
 round() {
-	local name=$1 preload=$2 n=$3 port=$4 srv
-	LD_PRELOAD=$preload timeout 120 cmtime -b "$IP" -p "$port" -c "$CONNS" >"$out/srv" 2>&1 &
-	srv=$!
-	sleep 1
-	LD_PRELOAD=$preload timeout 120 /usr/bin/time -f 'maxrss_kb %M' \
-		cmtime -s "$IP" -p "$port" -c "$CONNS" >"$out/$name.$n" 2>&1 ||
-		{ echo "cmtime failed ($name, round $n):" >&2; cat "$out/$name.$n" "$out/srv" >&2; exit 1; }
-	kill "$srv" 2>/dev/null || true  # cmtime's server serves until stopped
-	wait "$srv" 2>/dev/null || true
+	cmtime_pair "$2" "$4" "$CONNS" "$out/$1.$3" 120 /usr/bin/time -f 'maxrss_kb %M'
 }
 
 port=7600

@@ -29,11 +29,9 @@
 #include <rdma/rdma_cma.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "core/leaf_lock.h"
