@@ -46,15 +46,40 @@ profile() {
 		valgrind --tool=callgrind --callgrind-out-file="$out/$name.$n.cg"
 }
 
-# total FILE [OBJECT]: instructions of one object's functions, or of the whole
-# process but cmtime's own code and sched_yield (its main thread spins on
-# sched_yield while it waits for events: that count is time, not work).
+# self_costs FILE: "Ir<TAB>object<TAB>function" for every function, read from
+# the profile itself (callgrind_annotate names code inlined from a header by
+# the header's file and without its object, so summing its lines by object
+# misses every inlined template: a third of ours).
+self_costs() {
+	awk '
+	function name(kind, s,   id) {  # callgrind name compression: "(id) name" once, "(id)" after
+		if (match(s, /^\([0-9]+\)/)) {
+			id = substr(s, 2, RLENGTH - 2)
+			if (length(s) > RLENGTH) tab[kind, id] = substr(s, RLENGTH + 2)
+			return tab[kind, id]
+		}
+		return s
+	}
+	skip { skip = 0; next }
+	/^ob=/ { ob = name("ob", substr($0, 4)); next }
+	/^cob=/ { name("ob", substr($0, 5)); next }
+	/^fn=/ { fn = name("fn", substr($0, 4)); next }
+	/^cfn=/ { name("fn", substr($0, 5)); next }
+	/^(fl|fi|fe)=/ { name("fl", substr($0, 4)); next }
+	/^(cfi|cfl)=/ { name("fl", substr($0, 5)); next }
+	/^calls=/ { skip = 1; next }  # the next line is the callee'"'"'s inclusive cost
+	/^[0-9+*-]/ { cost[ob "\t" fn] += $2 }
+	END { for (k in cost) print cost[k] "\t" k }' "$1"
+}
+
+# total FILE [OBJECT]: instructions of one object, or of the whole process
+# but cmtime's own code and sched_yield (its main thread spins on sched_yield
+# while it waits for events: that count is time, not work).
 total() {
-	callgrind_annotate --auto=no --threshold=100 "$1" | awk -v obj="${2:-}" '
-		!/\[[^]]*\][ \t]*$/ { next }
-		obj != "" && !index($0, obj) { next }
-		obj == "" && (/\/cmtime\][ \t]*$/ || /sched_yield/) { next }
-		{ gsub(/,/, "", $1); s += $1 }
+	self_costs "$1" | awk -F'\t' -v obj="${2:-}" '
+		obj != "" && !index($2, obj) { next }
+		obj == "" && ($2 ~ /\/cmtime$/ || $3 ~ /sched_yield/) { next }
+		{ s += $1 }
 		END { print s + 0 }'
 }
 
@@ -82,5 +107,12 @@ for what in library process; do
 		"$(awk -v a="${v[rdma-core]}" -v b="${v[ours]}" 'BEGIN { printf "%.2f", a ? b / a : 0 }')"
 done
 echo
-echo "ours: top functions over $LARGE connections (Ir, self)"
-callgrind_annotate --auto=no --threshold=100 "$out/ours.$LARGE.cg" | grep "$(basename "$LIB")" | sed -n "1,${TOP}p"
+echo "ours: top functions, instructions per connection (self, inlined code included)"
+# (temporary files, not <(...): the VM has no /dev/fd)
+for n in "$SMALL" "$LARGE"; do
+	self_costs "$out/ours.$n.cg" | grep -F "$(basename "$LIB")" |
+		awk -F'\t' '{ print $3 "\t" $1 }' | sort -t "$(printf '\t')" -k1,1 >"$out/ours.$n.fn"
+done
+join -t "$(printf '\t')" -a 2 -e 0 -o 2.1,1.2,2.2 "$out/ours.$SMALL.fn" "$out/ours.$LARGE.fn" |
+	awk -F'\t' -v n=$((LARGE - SMALL)) '{ printf "%8.0f  %s\n", ($3 - $2) / n, $1 }' |
+	sort -rn | sed -n "1,${TOP}p"
