@@ -129,9 +129,7 @@ bool translate_group(const ucma_abi_event_resp& w, Event& ev) {
 // counted it, so its id's tally is settled here.
 bool translate(const ucma_abi_event_resp& w, Event& ev) {
   if (is_group_event(w.event)) return translate_group(w, ev);
-  bool doorbell = false;
-  bool queued = translate_user_event(w.uid, ev, &doorbell);
-  if (doorbell) return queued;
+  if (UserEvent::is_doorbell(w.uid)) return translate_user_event(w.uid, ev);
   Objects& objs = Objects::get();
   std::shared_ptr<CmId> id = w.uid ? objs.ids.find(Objects::id_key(w.uid))
                                    : objs.handles.find(Objects::handle_key(w.id));
@@ -147,61 +145,62 @@ bool translate(const ucma_abi_event_resp& w, Event& ev) {
     id->tally.done();
     return false;
   }
-  ev.owner = id;
-  ev.pub.id = &id->pub;
+  CmId& cm = *id;
+  ev.owner = std::move(id);  // moved, not copied: two atomics fewer
+  ev.pub.id = &cm.pub;
   set_event_type(ev.pub.event, w.event);
   ev.pub.status = static_cast<int32_t>(w.status);
 
   switch (w.event) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
-      if (int err = refresh_address(*id)) {
+      if (int err = refresh_address(cm)) {
         ev.pub.event = RDMA_CM_EVENT_ADDR_ERROR;
         ev.pub.status = err;
       }
       break;
     case RDMA_CM_EVENT_ROUTE_RESOLVED:
-      if (int err = refresh_paths(*id)) {
+      if (int err = refresh_paths(cm)) {
         ev.pub.event = RDMA_CM_EVENT_ROUTE_ERROR;
         ev.pub.status = err;
       }
       break;
     case RDMA_CM_EVENT_CONNECT_REQUEST:
-      copy_params(ev, *id, w);
-      if (!accept_request(ev, *id, w)) {
-        id->tally.done();
+      copy_params(ev, cm, w);
+      if (!accept_request(ev, cm, w)) {
+        cm.tally.done();
         return false;
       }
       break;
     case RDMA_CM_EVENT_CONNECT_RESPONSE:
       copy_conn(ev, w.param.conn);
-      id->remote_ece = w.ece;
-      if (id->pub.qp) {
+      cm.remote_ece = w.ece;
+      if (cm.pub.qp) {
         // With a QP the library completes the handshake itself.
-        ev.pub.status = finish_connect(*id);
+        ev.pub.status = finish_connect(cm);
         ev.pub.event = ev.pub.status ? RDMA_CM_EVENT_CONNECT_ERROR
                                      : RDMA_CM_EVENT_ESTABLISHED;
-        id->connect_error = ev.pub.status != 0;
+        cm.connect_error = ev.pub.status != 0;
       }
       break;
     case RDMA_CM_EVENT_REJECTED:
     case RDMA_CM_EVENT_DISCONNECTED:
-      if (id->connect_error) {
-        id->tally.done();
+      if (cm.connect_error) {
+        cm.tally.done();
         return false;
       }
       copy_conn(ev, w.param.conn);
-      if (w.event == RDMA_CM_EVENT_REJECTED) modify_qp_err(*id);
+      if (w.event == RDMA_CM_EVENT_REJECTED) modify_qp_err(cm);
       break;
     case RDMA_CM_EVENT_DEVICE_REMOVAL:  // let it go once its last id is destroyed
-      if (id->device) DeviceTable::instance().mark_removed(id->device);
-      copy_params(ev, *id, w);
+      if (cm.device) DeviceTable::instance().mark_removed(cm.device);
+      copy_params(ev, cm, w);
       break;
     case RDMA_CM_EVENT_ESTABLISHED:
-      copy_params(ev, *id, w);
-      if (!is_ud(*id) && !id->remote_ece.vendor_id) id->remote_ece = w.ece;
+      copy_params(ev, cm, w);
+      if (!is_ud(cm) && !cm.remote_ece.vendor_id) cm.remote_ece = w.ece;
       break;
     default:
-      copy_params(ev, *id, w);
+      copy_params(ev, cm, w);
       break;
   }
   return true;
@@ -210,25 +209,20 @@ bool translate(const ucma_abi_event_resp& w, Event& ev) {
 }  // namespace
 
 int next_event(EventChannel& ch, rdma_cm_event** out) {
+  // Taken before the kernel counts the event as reported, so that running
+  // out of memory cannot lose a counted event.
+  EventHold ev(new_event());
   for (;;) {
-    // Allocated before the kernel counts the event as reported, so that
-    // running out of memory cannot lose a counted event.
-    auto ev = new_event();
     ucma_abi_event_resp w;  // the transport fills it all
     if (int err = transport().get_event(ch.pub.fd, &w)) return err;
-    if (!translate(w, *ev)) {
-      if (trace_on) trace_event(w.event, w.id, nullptr);
-      continue;
+    if (translate(w, *ev)) {
+      if (trace_on) trace_event(w.event, w.id, &ev->pub);
+      *out = &ev->pub;
+      hand_out(*ev.release());
+      return 0;
     }
-    if (trace_on) trace_event(w.event, w.id, &ev->pub);
-    *out = &ev->pub;
-    try {
-      Objects::get().events.add(*out, ev);
-    } catch (const std::bad_alloc&) {
-      release(*ev);  // never handed out: count it, or its id's destroy hangs
-      throw;
-    }
-    return 0;
+    if (trace_on) trace_event(w.event, w.id, nullptr);
+    clear_event(*ev);
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/cm.h"
 #include "core/device_table.h"
+#include "core/event_pool.h"
 #include "core/objects.h"
 #include "core/transport.h"
 
@@ -17,7 +18,8 @@ namespace rdmacm::core {
 
 std::shared_ptr<CmId> find_id(rdma_cm_id* pub) {
   auto id = Objects::get().ids.find(pub);
-  return id && !id->destroying ? id : nullptr;
+  if (id && id->destroying) id.reset();
+  return id;  // not "cond ? id : nullptr": that copies it (two more atomics)
 }
 
 int default_qp_type(int port_space) {
@@ -184,9 +186,10 @@ void release(const Event& ev) {
 }
 
 int release_event(rdma_cm_event* event) {
-  auto ev = Objects::get().events.take(event);
+  Event* ev = claim_event(event);
   if (!ev) return -EINVAL;
   release(*ev);
+  recycle_event(*ev);
   return 0;
 }
 
@@ -200,7 +203,7 @@ void ack_stored_event(CmId& id) {
 void warn_unacked(const char* call, const void* handle, const CmId* id, const Multicast* group) {
   std::string names;
   int n = 0;
-  Objects::get().events.for_each([&](const rdma_cm_event*, const Event& ev) {
+  for_each_handed_out([&](const Event& ev) {
     if ((id && ev.owner.get() == id) || (group && ev.group.get() == group)) {
       names += n++ ? ", " : "";
       names += event_name(event_type(ev.pub.event));

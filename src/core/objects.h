@@ -2,9 +2,10 @@
 //
 // Locking discipline (read before adding a lock, or a call under one):
 // - Every lock is a leaf: no code takes a second lock while holding one.
-//   The locks: each Registry's table lock, the EventTallies' shared one, CmId::mc_mutex,
-//   CmId::user_mutex, DeviceTable's. A Registry::for_each callback runs under
-//   its table's lock and must take no other (warn_unacked only reads).
+//   The locks: each Registry's table lock, the event pool's, the EventTallies'
+//   shared one, CmId::mc_mutex, CmId::user_mutex, DeviceTable's. A
+//   Registry::for_each or for_each_handed_out callback runs under its lock and
+//   must take no other (warn_unacked only reads).
 // - Held across a call into the kernel, deliberately and only these:
 //   user_mutex across the commands that ring or move a queued event's
 //   doorbell (create/resolve/destroy of the library's own doorbell id, none
@@ -159,9 +160,10 @@ struct UserEvent {
 };
 
 // An rdma_cm_event handed to the application; owns its private data copy.
+// Lives in core/event_pool.cpp's slabs, reused, never freed.
 struct Event {
-  // User-provided, so that make_shared does not zero private_data first
-  // (only what the kernel sent is ever read from it).
+  // User-provided, so that a slab is not zeroed first (only what the kernel
+  // sent is ever read from private_data).
   Event() {}
 
   rdma_cm_event pub{};
@@ -170,6 +172,11 @@ struct Event {
   // the new id in pub.id.
   std::shared_ptr<CmId> owner;
   std::shared_ptr<Multicast> group;  // for multicast events: its tally too
+  // kFree in the pool, kFilling while the pump fills it or an acknowledgement
+  // returns it, kHandedOut while the application holds it.
+  enum : uint8_t { kFree, kFilling, kHandedOut };
+  std::atomic<uint8_t> state{kFree};
+  Event* next_free = nullptr;  // the pool's list (its lock)
   uint8_t private_data[256];
 };
 
@@ -184,7 +191,6 @@ struct Objects {
   // rdma_accept come without a uid.
   Registry<void, CmId> handles;
   Registry<void, Multicast> groups;  // by uid
-  Registry<rdma_cm_event, Event> events;
   Registry<void, UserEvent> user_events;  // by doorbell uid
 
   static Objects& get();  // below

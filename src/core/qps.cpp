@@ -108,7 +108,7 @@ int create_qp(rdma_cm_id* pub, ibv_pd* pd, ibv_qp_init_attr* attr) {
   ibv_qp_init_attr_ex ex{};
   std::memcpy(&ex, attr, sizeof(*attr));
   ex.comp_mask = IBV_QP_INIT_ATTR_PD;
-  ex.pd = pd ? pd : pub && find_id(pub) ? pub->pd : nullptr;
+  ex.pd = pd;  // none: create_qp_ex takes the id's (after validating the id)
   int err = create_qp_ex(pub, &ex);
   std::memcpy(attr, &ex, sizeof(*attr));  // the caps the device granted
   return err;

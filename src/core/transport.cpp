@@ -48,15 +48,23 @@ constinit NoTransport none;
 constinit std::atomic<Transport*> installed{nullptr};
 constinit std::atomic<Transport*> test_override{nullptr};
 
-}  // namespace
-
-Transport& transport() {
-  if (Transport* t = test_override.load(std::memory_order_acquire)) return *t;
-  if (Transport* t = installed.load(std::memory_order_acquire)) return *t;
-  return none;
+void choose() {
+  Transport* t = test_override.load(std::memory_order_acquire);
+  if (!t) t = installed.load(std::memory_order_acquire);
+  detail::current_transport.store(t ? t : &none, std::memory_order_release);
 }
 
-void install_transport(Transport* t) { installed.store(t, std::memory_order_release); }
-void set_transport(Transport* t) { test_override.store(t, std::memory_order_release); }
+}  // namespace
+
+constinit std::atomic<Transport*> detail::current_transport{&none};
+
+void install_transport(Transport* t) {
+  installed.store(t, std::memory_order_release);
+  choose();
+}
+void set_transport(Transport* t) {
+  test_override.store(t, std::memory_order_release);
+  choose();
+}
 
 }  // namespace rdmacm::core

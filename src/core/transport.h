@@ -12,6 +12,8 @@
 // stated) on success and -errno on failure; none throws.
 #pragma once
 
+#include <atomic>
+
 #include <infiniband/sa.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma_abi.h>
@@ -74,9 +76,17 @@ class Transport {
   ~Transport() = default;
 };
 
+namespace detail {
+// What transport() answers, kept by the two setters below (one load per call:
+// a connection makes some twenty).
+extern std::atomic<Transport*> current_transport;
+}  // namespace detail
+
 // The process-wide transport: a test's if one is set, else the installed
 // one, else one that answers every call with -ENODEV.
-Transport& transport();
+inline Transport& transport() {
+  return *detail::current_transport.load(std::memory_order_acquire);
+}
 // The composition root's choice (api/transport_root.cpp: the kernel's).
 void install_transport(Transport* t);
 // For tests: uses t (not owned) instead; nullptr goes back to the installed one.

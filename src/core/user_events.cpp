@@ -116,13 +116,11 @@ void move_user_events(CmId& id) {
   for (auto& ue : id.pending_events) move(id, *ue);
 }
 
-bool translate_user_event(uint64_t uid, Event& ev, bool* handled) {
+bool translate_user_event(uint64_t uid, Event& ev) {
   // Taken, not just found: after rdma_migrate_id the event may have two
   // doorbells for a moment (the old one's event already read on the old
   // channel, the new one rung on the new), and two readers must not both
   // hand it out. The second finds nothing and drops its doorbell's event.
-  *handled = UserEvent::is_doorbell(uid);
-  if (!*handled) return false;
   auto ue = Objects::get().user_events.take(Objects::key(uid));
   if (!ue) return false;
   unlink(*ue->id, *ue);  // after ring_user_event: its fields are set

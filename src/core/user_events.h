@@ -22,8 +22,9 @@ void cancel_user_events(CmId& id);
 // After rdma_migrate_id: queued events follow the id to its new channel, as
 // the kernel moves the id's own.
 void move_user_events(CmId& id);
-// If uid is a doorbell's (*handled), fills ev with its queued event; false
-// when that is not for the application (its id is being destroyed).
-bool translate_user_event(uint64_t uid, Event& ev, bool* handled);
+// For a doorbell's uid (UserEvent::is_doorbell): fills ev with its queued
+// event; false when that is not for the application (its id is being
+// destroyed, or another reader took it).
+bool translate_user_event(uint64_t uid, Event& ev);
 
 }  // namespace rdmacm::core

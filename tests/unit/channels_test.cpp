@@ -2,12 +2,14 @@
 #include <fcntl.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstring>
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "fixture.h"
 
@@ -61,6 +63,44 @@ TEST_F(CmTest, AckRejectsForeignEvents) {
   rdma_cm_event forged{};
   EXPECT_FAILS_WITH(rdma_ack_cm_event(&forged), EINVAL);
   EXPECT_FAILS_WITH(rdma_ack_cm_event(nullptr), EINVAL);
+}
+
+// Events live in slabs that are reused (core/event_pool.h): a pointer into
+// an event's middle, a pointer to a slot recycled for a later event after a
+// double ack, and hundreds outstanding at once (several slabs) must all be
+// told apart.
+TEST_F(CmTest, AckTellsEventsApartFromPointersIntoThem) {
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(channel, &id, this, RDMA_PS_TCP), 0);
+  constexpr int kOutstanding = 300;
+  std::vector<rdma_cm_event*> held;
+  for (int i = 0; i < kOutstanding; ++i) {
+    fake.queue_event(channel->fd, uid(id), RDMA_CM_EVENT_ROUTE_ERROR, -i);
+    rdma_cm_event* ev = nullptr;
+    ASSERT_EQ(rdma_get_cm_event(channel, &ev), 0);
+    EXPECT_EQ(ev->status, -i);
+    held.push_back(ev);
+  }
+  std::sort(held.begin(), held.end());
+  EXPECT_EQ(std::unique(held.begin(), held.end()), held.end()) << "an event handed out twice";
+  auto* inside = reinterpret_cast<rdma_cm_event*>(reinterpret_cast<char*>(held[0]) + 8);
+  EXPECT_FAILS_WITH(rdma_ack_cm_event(inside), EINVAL);
+  auto* past = reinterpret_cast<rdma_cm_event*>(reinterpret_cast<char*>(held[0]) - 8);
+  EXPECT_FAILS_WITH(rdma_ack_cm_event(past), EINVAL);
+  for (rdma_cm_event* ev : held) EXPECT_EQ(rdma_ack_cm_event(ev), 0);
+  for (rdma_cm_event* ev : held) EXPECT_FAILS_WITH(rdma_ack_cm_event(ev), EINVAL);
+
+  // A freed event's memory comes back for the next one: the old pointer then
+  // names the new event (as a freed and reused address does in rdma-core),
+  // and acknowledging it twice still fails the second time.
+  fake.queue_event(channel->fd, uid(id), RDMA_CM_EVENT_ADDR_ERROR, -1);
+  rdma_cm_event* next = nullptr;
+  ASSERT_EQ(rdma_get_cm_event(channel, &next), 0);
+  EXPECT_EQ(next->event, RDMA_CM_EVENT_ADDR_ERROR);
+  EXPECT_EQ(next->param.conn.private_data, nullptr);  // nothing left from the last use
+  EXPECT_EQ(rdma_ack_cm_event(next), 0);
+  EXPECT_FAILS_WITH(rdma_ack_cm_event(next), EINVAL);
+  EXPECT_EQ(rdma_destroy_id(id), 0);
 }
 
 TEST_F(CmTest, DestroyIdWaitsForOutstandingEvents) {
