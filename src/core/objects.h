@@ -19,7 +19,7 @@
 //   makes nothing when it is absent.
 // - Deliberately unlocked, as in rdma-core: the public rdma_cm_id fields and
 //   the connection state beside them (device, initiator_depth,
-//   responder_resources, connect_error, paths, local/remote ECE,
+//   responder_resources, connect_error, the path records, local/remote ECE,
 //   and the extras' connect_data and ep_qp_attr). The application owns an
 //   id and must not race calls on it, except a destroy against a reader of
 //   its channel, which shared ownership and the tallies make safe. What such
@@ -117,16 +117,18 @@ struct CmIdExtras {
 //
 // Kept small: an id is one malloc chunk (with make_shared's control block)
 // and there may be tens of thousands. What most ids never use lives in
-// CmIdExtras.
+// CmIdExtras; the path records hang off pub.route.path_rec itself, as in
+// rdma-core.
 struct CmId {
   CmId() = default;
   CmId(const CmId&) = delete;
   CmId& operator=(const CmId&) = delete;
   ~CmId() {
     delete extras_.load(std::memory_order_acquire);
+    delete[] pub.route.path_rec;
   }
 
-  rdma_cm_id pub{};
+  rdma_cm_id pub{};  // pub.route.path_rec: new[]'d by refresh_paths, ours
   // Keeps the fd open while we live. Written while the id is unpublished,
   // then only by rdma_migrate_id (std::atomic_store, see fd()).
   std::shared_ptr<EventChannel> channel;
@@ -142,7 +144,6 @@ struct CmId {
   uint8_t initiator_depth = 0;
   uint8_t responder_resources = 0;
   bool connect_error = false;  // a failed response: drop the trailing events
-  std::vector<ibv_sa_path_rec> paths;  // what pub.route.path_rec points to
 
   std::atomic<bool> sync{false};          // events consumed by the library
   std::atomic<bool> listening{false};     // rdma_listen succeeded
