@@ -70,10 +70,10 @@ class Request {
 // Keeps a finished resolution's result on the id (unless it is dying).
 void store(CmId& id, rdma_addrinfo* res) {
   rdma_addrinfo* unwanted = res;
-  {
-    std::lock_guard lock(id.user_mutex);
-    id.resolving = false;
-    if (!id.destroying) std::swap(unwanted, id.resolved);
+  if (CmIdExtras* x = id.peek_extras()) {  // made by resolve_addrinfo
+    std::lock_guard lock(x->user_mutex);
+    x->resolving = false;
+    if (!id.destroying) std::swap(unwanted, x->resolved);
   }
   freeaddrinfo(unwanted);  // outside: its table has a lock of its own
 }
@@ -88,10 +88,11 @@ int resolve_addrinfo(rdma_cm_id* pub, const char* node, const char* service,
   if ((flags & RAI_SA) && (flags & RAI_DNS)) return -EINVAL;
   if (flags & RAI_SA) return -EOPNOTSUPP;
   auto request = std::make_shared<Request>(node, service, hints);
+  CmIdExtras& x = id->extras();  // throws std::bad_alloc: nothing done yet
   {
-    std::lock_guard lock(id->user_mutex);
-    if (id->resolving) return -EBUSY;
-    id->resolving = true;
+    std::lock_guard lock(x.user_mutex);
+    if (x.resolving) return -EBUSY;
+    x.resolving = true;
   }
 
   if (id->sync) {
@@ -122,27 +123,31 @@ int resolve_addrinfo(rdma_cm_id* pub, const char* node, const char* service,
       err = -EAGAIN;
     }
   }
-  std::lock_guard lock(id->user_mutex);
-  id->resolving = false;
+  std::lock_guard lock(x.user_mutex);
+  x.resolving = false;
   return err;
 }
 
 int query_addrinfo(rdma_cm_id* pub, rdma_addrinfo** info) {
   auto id = find_id(pub);
   if (!id || !info) return -EINVAL;
-  std::lock_guard lock(id->user_mutex);
-  if (id->resolving) return -EBUSY;
-  if (!id->resolved) return -ENOENT;
-  *info = id->resolved;
-  id->resolved = nullptr;
+  CmIdExtras* x = id->peek_extras();
+  if (!x) return -ENOENT;  // never asked to resolve anything
+  std::lock_guard lock(x->user_mutex);
+  if (x->resolving) return -EBUSY;
+  if (!x->resolved) return -ENOENT;
+  *info = x->resolved;
+  x->resolved = nullptr;
   return 0;
 }
 
 void forget_resolution(CmId& id) {
+  CmIdExtras* x = id.peek_extras();
+  if (!x) return;  // never asked to resolve anything
   rdma_addrinfo* res = nullptr;
   {
-    std::lock_guard lock(id.user_mutex);
-    std::swap(res, id.resolved);
+    std::lock_guard lock(x->user_mutex);
+    std::swap(res, x->resolved);
   }
   freeaddrinfo(res);
 }

@@ -43,8 +43,9 @@ ucma_abi_conn_param to_kernel(const CmId& id, const rdma_conn_param* src, uint32
   w.initiator_depth = id.initiator_depth;
   w.valid = 1;
   // Connection data from an rdma_addrinfo (ai_connect) goes first.
-  size_t prefix = std::min(id.connect_data.size(), sizeof(w.private_data));
-  if (prefix) std::memcpy(w.private_data, id.connect_data.data(), prefix);  // data() may be NULL
+  const CmIdExtras* x = id.peek_extras();
+  size_t prefix = x ? std::min(x->connect_data.size(), sizeof(w.private_data)) : 0;
+  if (prefix) std::memcpy(w.private_data, x->connect_data.data(), prefix);  // data() may be NULL
   w.private_data_len = static_cast<uint8_t>(prefix);
   if (!src) {
     w.retry_count = 7;
@@ -85,7 +86,7 @@ int connect(rdma_cm_id* pub, const rdma_conn_param* param) {
   if (int err = transport().connect(id->fd(), id->handle,
                                     to_kernel(*id, param, qp_num, srq), id->local_ece))
     return err;
-  id->connect_data.clear();
+  if (CmIdExtras* x = id->peek_extras()) x->connect_data.clear();
   return complete(*id);
 }
 

@@ -2,6 +2,7 @@
 // a QP, from an rdma_addrinfo), rdma_get_request and rdma_destroy_ep. Endpoint
 // ids are synchronous until migrated to a channel.
 #include <cerrno>
+#include <new>
 
 #include "core/cm.h"
 #include "core/events.h"
@@ -18,8 +19,9 @@ int passive_ep(CmId& id, const rdma_addrinfo& res, ibv_pd* pd, const ibv_qp_init
   if (int err = bind_addr(&id.pub, res.ai_src_addr)) return err;
   if (pd) id.pub.pd = pd;
   if (qp_attr) {
-    id.ep_qp_attr = std::make_unique<ibv_qp_init_attr>(*qp_attr);
-    id.ep_qp_attr->qp_type = static_cast<ibv_qp_type>(res.ai_qp_type);
+    CmIdExtras& x = id.extras();
+    x.ep_qp_attr = std::make_unique<ibv_qp_init_attr>(*qp_attr);
+    x.ep_qp_attr->qp_type = static_cast<ibv_qp_type>(res.ai_qp_type);
   }
   return 0;
 }
@@ -40,7 +42,7 @@ int active_ep(CmId& id, const rdma_addrinfo& res, ibv_pd* pd, ibv_qp_init_attr* 
   }
   if (res.ai_connect_len && res.ai_connect) {
     auto* data = static_cast<const uint8_t*>(res.ai_connect);
-    id.connect_data.assign(data, data + res.ai_connect_len);
+    id.extras().connect_data.assign(data, data + res.ai_connect_len);
   }
   return 0;
 }
@@ -56,7 +58,12 @@ int create_ep(rdma_cm_id** out, const rdma_addrinfo* res, ibv_pd* pd,
   if (int err = create_id_typed(nullptr, &pub, nullptr, res->ai_port_space, res->ai_qp_type))
     return err;
   auto id = find_id(pub);
-  int err = passive ? passive_ep(*id, *res, pd, qp_attr) : active_ep(*id, *res, pd, qp_attr);
+  int err;
+  try {
+    err = passive ? passive_ep(*id, *res, pd, qp_attr) : active_ep(*id, *res, pd, qp_attr);
+  } catch (const std::bad_alloc&) {
+    err = -ENOMEM;  // the id goes, like on any other failure
+  }
   if (err) {
     destroy_ep(pub);
     return err;
@@ -87,8 +94,8 @@ int get_request(rdma_cm_id* listen_pub, rdma_cm_id** out) {
     err = status_error(*ev);
   else if (event_type(ev->event) != RDMA_CM_EVENT_CONNECT_REQUEST)
     err = -EINVAL;
-  else if (listener->ep_qp_attr) {
-    ibv_qp_init_attr attr = *listener->ep_qp_attr;
+  else if (CmIdExtras* x = listener->peek_extras(); x && x->ep_qp_attr) {
+    ibv_qp_init_attr attr = *x->ep_qp_attr;
     err = create_qp(ev->id, listener->pub.pd, &attr);
   }
   if (err) {

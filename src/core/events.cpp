@@ -92,7 +92,7 @@ bool translate_group(const ucma_abi_event_resp& w, Event& ev) {
   std::shared_ptr<CmId> id = group->id;
   bool leaving;
   {
-    std::lock_guard lock(id->mc_mutex);
+    std::lock_guard lock(id->peek_extras()->mc_mutex);  // made by the join
     leaving = group->leaving;
   }
   if (id->destroying || leaving) {

@@ -99,10 +99,17 @@ int refresh_paths(CmId& id) {
   ibv_path_data data[6];  // both directions' primary and alternate paths, and more
   size_t n = sizeof(data) / sizeof(data[0]);
   if (int err = transport().query_path(id.fd(), id.handle, data, &n)) return err;
-  id.paths.resize(n);
+  rdma_route& route = id.pub.route;
+  if (static_cast<size_t>(route.num_paths) != n) {
+    // Owned through the public pointer, as in rdma-core (~CmId frees it).
+    ibv_sa_path_rec* fresh = n ? new ibv_sa_path_rec[n] : nullptr;  // may throw: nothing changed
+    delete[] route.path_rec;
+    route.path_rec = fresh;
+    route.num_paths = static_cast<int>(n);
+  }
   for (size_t i = 0; i < n; ++i) {
     const ibv_path_record& p = data[i].path;
-    ibv_sa_path_rec& r = id.paths[i];
+    ibv_sa_path_rec& r = route.path_rec[i];
     r = {};
     r.dgid = p.dgid;
     r.sgid = p.sgid;
@@ -124,8 +131,6 @@ int refresh_paths(CmId& id) {
     r.packet_life_time = p.packetlifetime & 0x1F;
     r.preference = static_cast<uint8_t>(data[i].flags);
   }
-  id.pub.route.path_rec = id.paths.empty() ? nullptr : id.paths.data();
-  id.pub.route.num_paths = static_cast<int>(id.paths.size());
   return 0;
 }
 

@@ -17,8 +17,10 @@ namespace {
 // Drops one group of an id from the tables.
 void forget_group(CmId& id, const Multicast& group) {
   Objects::get().groups.take(Objects::key(group.uid()));
-  std::lock_guard lock(id.mc_mutex);
-  std::erase_if(id.groups, [&](const auto& g) { return g.get() == &group; });
+  CmIdExtras* x = id.peek_extras();  // made by the join
+  if (!x) return;
+  std::lock_guard lock(x->mc_mutex);
+  std::erase_if(x->groups, [&](const auto& g) { return g.get() == &group; });
 }
 
 int join(rdma_cm_id* pub, const sockaddr* addr, uint16_t flags, void* context) {
@@ -26,6 +28,7 @@ int join(rdma_cm_id* pub, const sockaddr* addr, uint16_t flags, void* context) {
   if (!id) return -EINVAL;
   socklen_t len = addr_len(addr);
   if (!len) return -EINVAL;
+  CmIdExtras& x = id->extras();  // throws std::bad_alloc: nothing done yet
   auto group = std::make_shared<Multicast>();
   group->id = id;
   group->context = context;
@@ -35,8 +38,8 @@ int join(rdma_cm_id* pub, const sockaddr* addr, uint16_t flags, void* context) {
   // Reachable before the command: the join event may race the answer.
   Objects::get().groups.add(Objects::key(group->uid()), group);
   {
-    std::lock_guard lock(id->mc_mutex);
-    id->groups.push_back(group);
+    std::lock_guard lock(x.mc_mutex);
+    x.groups.push_back(group);
   }
   int err = transport().join_mcast(id->fd(), id->handle, group->uid(), addr, len, flags,
                                    &group->handle);
@@ -68,18 +71,20 @@ int leave_multicast(rdma_cm_id* pub, const sockaddr* addr) {
   if (!id) return -EINVAL;
   socklen_t len = addr_len(addr);
   if (!len) return -EINVAL;
+  CmIdExtras* x = id->peek_extras();
+  if (!x) return -EADDRNOTAVAIL;  // never joined anything
   std::shared_ptr<Multicast> group;
   {
-    std::lock_guard lock(id->mc_mutex);
-    for (const auto& g : id->groups)
+    std::lock_guard lock(x->mc_mutex);
+    for (const auto& g : x->groups)
       if (g->addr_len == len && !std::memcmp(&g->addr, addr, len)) group = g;
   }
   if (!group) return -EADDRNOTAVAIL;  // never joined (or already left)
   {
-    std::lock_guard lock(id->mc_mutex);
+    std::lock_guard lock(x->mc_mutex);
     if (group->leaving) return -EADDRNOTAVAIL;  // another thread leaves it
     group->leaving = true;
-    std::erase(id->groups, group);
+    std::erase(x->groups, group);
   }
   if (id->pub.qp && group->join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
     ibv_detach_mcast(id->pub.qp, &group->mgid, group->mlid);
@@ -97,18 +102,21 @@ int leave_multicast(rdma_cm_id* pub, const sockaddr* addr) {
 }
 
 void detach_groups(CmId& id) {
-  if (!id.pub.qp) return;
-  std::lock_guard lock(id.mc_mutex);
-  for (const auto& g : id.groups)
+  CmIdExtras* x = id.peek_extras();
+  if (!id.pub.qp || !x) return;
+  std::lock_guard lock(x->mc_mutex);
+  for (const auto& g : x->groups)
     if (g->join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
       ibv_detach_mcast(id.pub.qp, &g->mgid, g->mlid);  // fails harmlessly if never attached
 }
 
 void forget_groups(CmId& id) {
+  CmIdExtras* x = id.peek_extras();
+  if (!x) return;  // never joined anything
   std::vector<std::shared_ptr<Multicast>> groups;
   {
-    std::lock_guard lock(id.mc_mutex);
-    groups.swap(id.groups);
+    std::lock_guard lock(x->mc_mutex);
+    groups.swap(x->groups);
   }
   for (const auto& g : groups) Objects::get().groups.take(Objects::key(g->uid()));
 }

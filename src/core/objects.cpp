@@ -75,6 +75,16 @@ const char* event_name(uint32_t type) {
   return type < sizeof(names) / sizeof(names[0]) ? names[type] : "UNKNOWN EVENT";
 }
 
+CmIdExtras& CmId::extras() {
+  if (CmIdExtras* x = peek_extras()) return *x;
+  auto fresh = std::make_unique<CmIdExtras>();  // throws std::bad_alloc
+  CmIdExtras* installed = nullptr;
+  if (extras_.compare_exchange_strong(installed, fresh.get(), std::memory_order_acq_rel,
+                                      std::memory_order_acquire))
+    return *fresh.release();
+  return *installed;  // another thread's came first; ours goes
+}
+
 constinit ObjectsStorage objects_storage;
 
 void Objects::publish(const std::shared_ptr<CmId>& id, bool by_handle) {

@@ -3,9 +3,10 @@
 // Locking discipline (read before adding a lock, or a call under one):
 // - Every lock is a leaf: no code takes a second lock while holding one.
 //   The locks: each Registry's table lock, the event pool's, the EventTallies'
-//   shared one, CmId::mc_mutex, CmId::user_mutex, DeviceTable's. A
-//   Registry::for_each or for_each_handed_out callback runs under its lock and
-//   must take no other (warn_unacked only reads).
+//   shared one, CmIdExtras::mc_mutex and ::user_mutex (an id's, made with its
+//   extras), DeviceTable's. A Registry::for_each or for_each_handed_out
+//   callback runs under its lock and must take no other (warn_unacked only
+//   reads).
 // - Held across a call into the kernel, deliberately and only these:
 //   user_mutex across the commands that ring or move a queued event's
 //   doorbell (create/resolve/destroy of the library's own doorbell id, none
@@ -13,18 +14,23 @@
 //   ibv_detach_mcast (detach_groups); DeviceTable's lock across opening a
 //   device. Never across GET_EVENT or EventTally::wait: both may wait on the
 //   application.
+// - Lock-free: an id's extras pointer, installed once by compare-and-swap
+//   (CmId::extras) and never replaced until ~CmId; code that only undoes or
+//   reads (teardown, leave, query, the connection calls) peeks at it and
+//   makes nothing when it is absent.
 // - Deliberately unlocked, as in rdma-core: the public rdma_cm_id fields and
 //   the connection state beside them (device, initiator_depth,
-//   responder_resources, connect_error, connect_data, paths, local/remote
-//   ECE, ep_qp_attr). The application owns an id and must not race calls on
-//   it, except a destroy against a reader of its channel, which shared
-//   ownership and the tallies make safe. What such a reader does read while
-//   another thread changes it is atomic: channel (std::atomic_load/store),
-//   sync, listening, destroying, user_reported.
-// - Ownership loops, broken by hand when an id is destroyed: CmId::groups <->
-//   Multicast::id (forget_groups) and CmId::pending_events <-> UserEvent::id
-//   (cancel_user_events). Both own both ways on purpose: a group's event or a
-//   queued event must keep its id alive while a reader holds it.
+//   responder_resources, connect_error, the path records, local/remote ECE,
+//   and the extras' connect_data and ep_qp_attr). The application owns an
+//   id and must not race calls on it, except a destroy against a reader of
+//   its channel, which shared ownership and the tallies make safe. What such
+//   a reader does read while another thread changes it is atomic: channel
+//   (std::atomic_load/store), sync, listening, destroying, user_reported.
+// - Ownership loops, broken by hand when an id is destroyed:
+//   CmIdExtras::groups <-> Multicast::id (forget_groups) and
+//   CmIdExtras::pending_events <-> UserEvent::id (cancel_user_events). Both
+//   own both ways on purpose: a group's event or a queued event must keep its
+//   id alive while a reader holds it.
 #pragma once
 
 #include <rdma/rdma_cma.h>
@@ -89,41 +95,67 @@ class EventChannel {
   rdma_event_channel pub{};
 };
 
-// An rdma_cm_id and what the library tracks about it.
-struct CmId {
-  rdma_cm_id pub{};
-  uint32_t handle = 0;                    // the kernel's id
-  // Keeps the fd open while we live. Written while the id is unpublished,
-  // then only by rdma_migrate_id (std::atomic_store, see fd()).
-  std::shared_ptr<EventChannel> channel;
-  std::atomic<int> channel_fd{-1};  // channel->pub.fd, for readers of fd()
-  std::atomic<bool> sync{false};          // events consumed by the library
-  std::atomic<bool> listening{false};     // rdma_listen succeeded
-  std::atomic<bool> destroying{false};
-  Device* device = nullptr;               // set once bound to a device
-
-  // Connection state, as negotiated so far.
-  uint8_t initiator_depth = 0;
-  uint8_t responder_resources = 0;
-  bool connect_error = false;  // a failed response: drop the trailing events
-  ucma_abi_ece local_ece{};
-  ucma_abi_ece remote_ece{};
-  std::vector<ibv_sa_path_rec> paths;  // what pub.route.path_rec points to
-  std::vector<uint8_t> connect_data;   // prefix of the next connect/accept data
-  std::unique_ptr<ibv_qp_init_attr> ep_qp_attr;  // passive endpoints' QPs
-
+// What few ids use: multicast groups, queued events, an addrinfo
+// resolution, an endpoint's connection data and QP attributes. One block per
+// id, made on first use (CmId::extras()), so that an id without them costs a
+// pointer.
+struct CmIdExtras {
   LeafLock mc_mutex;
   std::vector<std::shared_ptr<Multicast>> groups;
-
-  EventTally tally;  // all events of this id, groups' included
 
   // Events queued by the library or the application (core/user_events.cpp),
   // and what rdma_resolve_addrinfo found (core/addrinfo_async.cpp).
   LeafLock user_mutex;
-  std::vector<std::shared_ptr<UserEvent>> pending_events;
-  std::atomic<uint32_t> user_reported{0};  // handed out, like the kernel's
   bool resolving = false;
+  std::vector<std::shared_ptr<UserEvent>> pending_events;
   rdma_addrinfo* resolved = nullptr;
+
+  std::vector<uint8_t> connect_data;   // prefix of the next connect/accept data
+  std::unique_ptr<ibv_qp_init_attr> ep_qp_attr;  // passive endpoints' QPs
+};
+
+// An rdma_cm_id and what the library tracks about it.
+//
+// Kept small: an id is one malloc chunk (with make_shared's control block)
+// and there may be tens of thousands. What most ids never use lives in
+// CmIdExtras; the path records hang off pub.route.path_rec itself, as in
+// rdma-core.
+struct CmId {
+  CmId() = default;
+  CmId(const CmId&) = delete;
+  CmId& operator=(const CmId&) = delete;
+  ~CmId() {
+    delete extras_.load(std::memory_order_acquire);
+    delete[] pub.route.path_rec;
+  }
+
+  rdma_cm_id pub{};  // pub.route.path_rec: new[]'d by refresh_paths, ours
+  // Keeps the fd open while we live. Written while the id is unpublished,
+  // then only by rdma_migrate_id (std::atomic_store, see fd()).
+  std::shared_ptr<EventChannel> channel;
+  Device* device = nullptr;               // set once bound to a device
+  uint32_t handle = 0;                    // the kernel's id
+  std::atomic<int> channel_fd{-1};  // channel->pub.fd, for readers of fd()
+  EventTally tally;  // all events of this id, groups' included
+  std::atomic<uint32_t> user_reported{0};  // queued events handed out, like the kernel's
+
+  // Connection state, as negotiated so far.
+  ucma_abi_ece local_ece{};
+  ucma_abi_ece remote_ece{};
+  uint8_t initiator_depth = 0;
+  uint8_t responder_resources = 0;
+  bool connect_error = false;  // a failed response: drop the trailing events
+
+  std::atomic<bool> sync{false};          // events consumed by the library
+  std::atomic<bool> listening{false};     // rdma_listen succeeded
+  std::atomic<bool> destroying{false};
+
+  // The rarely used state, made on first use: two threads racing to make it
+  // install one (the loser frees its copy). Throws std::bad_alloc.
+  CmIdExtras& extras();
+  // The same without making it: nullptr if nobody has used it yet (so there
+  // is nothing to undo, cancel or read).
+  CmIdExtras* peek_extras() const { return extras_.load(std::memory_order_acquire); }
 
   uint64_t uid() const { return reinterpret_cast<uintptr_t>(&pub); }
   // Atomic: rdma_migrate_id replaces channel while a reader of the old
@@ -139,6 +171,9 @@ struct CmId {
   }
   // Events handed to the application so far: the kernel's count plus ours.
   uint32_t reported(uint32_t by_kernel) const { return by_kernel + user_reported; }
+
+ private:
+  std::atomic<CmIdExtras*> extras_{nullptr};
 };
 
 // An event queued on an id's channel from user space. Its doorbell is a

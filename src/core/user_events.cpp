@@ -57,13 +57,16 @@ void move(CmId& id, UserEvent& ue) {
 }
 
 void unlink(CmId& id, const UserEvent& ue) {
-  std::lock_guard lock(id.user_mutex);
-  std::erase_if(id.pending_events, [&](const auto& p) { return p.get() == &ue; });
+  CmIdExtras* x = id.peek_extras();  // made by prepare_user_event
+  if (!x) return;
+  std::lock_guard lock(x->user_mutex);
+  std::erase_if(x->pending_events, [&](const auto& p) { return p.get() == &ue; });
 }
 
 }  // namespace
 
 int prepare_user_event(const std::shared_ptr<CmId>& id, std::shared_ptr<UserEvent>* out) {
+  CmIdExtras& x = id->extras();  // throws std::bad_alloc before the kernel is asked
   auto ue = std::make_shared<UserEvent>();
   ue->id = id;
   ue->channel = id->channel;
@@ -71,20 +74,21 @@ int prepare_user_event(const std::shared_ptr<CmId>& id, std::shared_ptr<UserEven
                                       IBV_QPT_UD, &ue->doorbell))
     return err;
   Objects::get().user_events.add(Objects::key(ue->uid()), ue);
-  std::lock_guard lock(id->user_mutex);
-  id->pending_events.push_back(ue);
+  std::lock_guard lock(x.user_mutex);
+  x.pending_events.push_back(ue);
   *out = std::move(ue);
   return 0;
 }
 
 int ring_user_event(const std::shared_ptr<UserEvent>& ue, rdma_cm_event_type event,
                     int status, uint64_t arg) {
-  CmId& id = *ue->id;
-  std::unique_lock lock(id.user_mutex);
+  CmIdExtras* x = ue->id->peek_extras();  // made by prepare_user_event
+  if (!x) return -ECANCELED;
+  std::unique_lock lock(x->user_mutex);
   // Cancelled meanwhile (its id destroyed): the doorbell's kernel handle is
   // gone and may already name another id, so leave the kernel alone.
-  if (std::find(id.pending_events.begin(), id.pending_events.end(), ue) ==
-      id.pending_events.end())
+  if (std::find(x->pending_events.begin(), x->pending_events.end(), ue) ==
+      x->pending_events.end())
     return -ECANCELED;
   ue->event = event;
   ue->status = status;
@@ -103,17 +107,21 @@ void cancel_user_event(const std::shared_ptr<UserEvent>& ue) {
 }
 
 void cancel_user_events(CmId& id) {
+  CmIdExtras* x = id.peek_extras();
+  if (!x) return;  // never queued anything
   std::vector<std::shared_ptr<UserEvent>> pending;
   {
-    std::lock_guard lock(id.user_mutex);
-    pending.swap(id.pending_events);
+    std::lock_guard lock(x->user_mutex);
+    pending.swap(x->pending_events);
   }
   for (auto& ue : pending) forget(*ue);
 }
 
 void move_user_events(CmId& id) {
-  std::lock_guard lock(id.user_mutex);
-  for (auto& ue : id.pending_events) move(id, *ue);
+  CmIdExtras* x = id.peek_extras();
+  if (!x) return;  // never queued anything
+  std::lock_guard lock(x->user_mutex);
+  for (auto& ue : x->pending_events) move(id, *ue);
 }
 
 bool translate_user_event(uint64_t uid, Event& ev) {

@@ -3,8 +3,10 @@
 // reported before anything is queued, and nothing leaks (ASan build).
 #include <netdb.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "fixture.h"
 
@@ -117,6 +119,54 @@ TEST_F(UserEventTest, DestroyWhileResolvingLeaksNothing) {
   // The resolver threads finish on their own; give them time before the
   // leak check at exit, and make sure nothing surfaced for the dead ids.
   std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(fake.live_ids(), baseline);
+}
+
+// An id's rarely used state (queued events, groups, an addrinfo result) is
+// made by the first call that needs it. Calls racing to be first end up
+// sharing one (the TSan build checks the hand-over), and calls that only
+// read or undo make nothing and find nothing.
+TEST_F(UserEventTest, FirstUsesOfAnIdShareOneBlockOfExtras) {
+  rdma_addrinfo* info = nullptr;
+  EXPECT_FAILS_WITH(rdma_query_addrinfo(id, &info), ENOENT);
+  sockaddr_in g = ipv4("239.0.0.9", 0);
+  EXPECT_FAILS_WITH(rdma_leave_multicast(id, reinterpret_cast<sockaddr*>(&g)), EADDRNOTAVAIL);
+
+  // Two threads queue an event, one joins a group, one resolves an address.
+  constexpr int kThreads = 4;
+  for (int round = 0; round < 20; ++round) {
+    rdma_cm_id* fresh = nullptr;
+    ASSERT_EQ(rdma_create_id(channel, &fresh, nullptr, RDMA_PS_UDP), 0);
+    std::atomic<int> ready{0}, ok{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        ++ready;
+        while (ready < kThreads) std::this_thread::yield();
+        int r = t == 1   ? rdma_join_multicast(fresh, reinterpret_cast<sockaddr*>(&g), nullptr)
+                : t == 3 ? rdma_resolve_addrinfo(fresh, "127.0.0.1", "7471", nullptr)
+                         : rdma_write_cm_event(fresh, RDMA_CM_EVENT_USER, 0, t);
+        if (r == 0) ++ok;
+      });
+    for (auto& th : threads) th.join();
+    ASSERT_EQ(ok, kThreads);
+    EXPECT_EQ(rdma_leave_multicast(fresh, reinterpret_cast<sockaddr*>(&g)), 0)
+        << "the group was kept where leave looks: " << strerror(errno);
+    int user = 0, resolved = 0;
+    for (int i = 0; i < 3; ++i) {
+      rdma_cm_event* ev = nullptr;
+      ASSERT_EQ(rdma_get_cm_event(channel, &ev), 0);
+      EXPECT_EQ(ev->id, fresh);
+      user += ev->event == RDMA_CM_EVENT_USER;
+      resolved += ev->event == RDMA_CM_EVENT_ADDRINFO_RESOLVED;
+      rdma_ack_cm_event(ev);
+    }
+    EXPECT_EQ(user, 2);
+    EXPECT_EQ(resolved, 1);
+    ASSERT_EQ(rdma_query_addrinfo(fresh, &info), 0) << "the result was kept where query looks";
+    rdma_freeaddrinfo(info);
+    ASSERT_EQ(rdma_destroy_id(fresh), 0);
+  }
   EXPECT_EQ(fake.live_ids(), baseline);
 }
 
