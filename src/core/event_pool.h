@@ -2,13 +2,16 @@
 // system (type-stable memory). rdma_ack_cm_event validates the pointer it is
 // given by where it points, without a table: inside a slab, at an Event's
 // start, and live (a state claimed once, atomically). An event in a steady
-// stream costs no malloc, no free, no reference count and no table lock; a
-// stale or doubly acknowledged event gets EINVAL, and so does a foreign
-// pointer (it lies in no slab). The price: memory for the most events ever
-// unacknowledged at once stays allocated (about 400 bytes each).
+// stream costs no malloc, no free, no reference count and no table lock. A
+// second acknowledgement, a pointer into an event and a foreign pointer (it
+// lies in no slab) get EINVAL; an old pointer whose slot holds a newer event
+// names that event, as a reused address does with malloc. The price: memory
+// for the most events ever unacknowledged at once stays allocated (about 400
+// bytes each).
 #pragma once
 
 #include <functional>
+#include <utility>
 
 #include "core/objects.h"
 

@@ -185,15 +185,11 @@ int status_error(const rdma_cm_event& ev) {
   return ev.status < 0 ? ev.status : -ev.status;
 }
 
-void release(const Event& ev) {
-  ev.owner->tally.done();
-  if (ev.group) ev.group->tally.done();
-}
-
 int release_event(rdma_cm_event* event) {
   Event* ev = claim_event(event);
   if (!ev) return -EINVAL;
-  release(*ev);
+  ev->owner->tally.done();
+  if (ev->group) ev->group->tally.done();
   recycle_event(*ev);
   return 0;
 }

@@ -46,9 +46,8 @@ void discard_id(const std::shared_ptr<CmId>& id);
 // rejection, else the status as -errno. 0 for a success.
 int status_error(const rdma_cm_event& ev);
 
-// Counts an event as acknowledged (its id's and group's tallies).
-void release(const Event& ev);
-// Counts an event the application hands back; -EINVAL if it is not ours.
+// Counts an event the application hands back as acknowledged (its id's and
+// group's tallies) and returns it to the pool; -EINVAL if it is not ours.
 int release_event(rdma_cm_event* event);
 // Acknowledges the event a synchronous call left on id.pub.event, if any.
 void ack_stored_event(CmId& id);
