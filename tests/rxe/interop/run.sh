@@ -322,7 +322,7 @@ check_qperf() {
 
 # --- one case in one mode ------------------------------------------------------------
 
-PASSED=0 FAILED=0 RUN=0 BOUND=0 SECS=
+PASSED=0 FAILED=0 RUN=0 BOUND=0 SECS='' RETRY=no
 FAILURES=() FAILED_DIRS=() DEFERRED=()
 
 # The state of the case being run (globals, so that a deferred case can be
@@ -489,6 +489,11 @@ finish_case() {
 	fi
 
 	secs=${SECS:-$(secs_since "$T0")s}
+	if [ -n "$WHY" ] && [ "$TOOL" = qperf ] && [ "$RETRY" = allowed ] && qperf_listen_race "$DIR"; then
+		RETRY=now
+		echo "RETRY $TOOL $MODE${ARGS:+ $ARGS} ($secs): $RACE; once more"
+		return
+	fi
 	if [ -z "$WHY" ]; then
 		PASSED=$((PASSED + 1))
 		echo "PASS $TOOL $MODE${ARGS:+ $ARGS} ($secs)"
@@ -573,7 +578,9 @@ for c in "${selected[@]}"; do
 			echo "    reason: not run: the harness's deadline (${DEADLINE}s) was reached"
 			continue
 		fi
+		RETRY=allowed
 		run_case "${c%%|*}" "$args" "$m"
+		[ "$RETRY" != now ] || { RETRY=no; run_case "${c%%|*}" "$args" "$m"; }
 	done
 done
 finish_deferred
