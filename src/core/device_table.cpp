@@ -96,7 +96,7 @@ void DeviceTable::release_removed() {
   if (idle.empty()) return;
   // Leaf locks: the ids' table is read without ours held. No id can bind to
   // a removed device meanwhile (by_guid skips it).
-  Objects::get().ids.for_each([&](const rdma_cm_id*, const CmId& id) {
+  Objects::ids().for_each([&](const CmId& id) {
     for (auto& d : idle)
       if (d == id.device) d = nullptr;
   });

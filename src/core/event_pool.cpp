@@ -28,7 +28,7 @@ class Pool {
   }
 
   void give(Event& ev) {
-    std::shared_ptr<CmId> owner;  // let go of after the lock (a destructor may
+    IdRef owner;  // let go of after the lock (a destructor may
     std::shared_ptr<Multicast> group;  // run: it must not run under a leaf lock)
     std::lock_guard lock(lock_);
     owner = std::move(ev.owner);  // under the lock: for_each_handed_out reads it

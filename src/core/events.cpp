@@ -64,7 +64,7 @@ void copy_params(Event& ev, const CmId& id, const ucma_abi_event_resp& w) {
 // Returns false (event dropped) if that fails, as rdma-core does; the new
 // kernel id is destroyed then (nobody would ever accept or reject it).
 bool accept_request(Event& ev, CmId& listener, const ucma_abi_event_resp& w) {
-  std::shared_ptr<CmId> id = adopt_id(listener, w.id);
+  IdRef id = adopt_id(listener, w.id);
   if (!id) return false;
   id->initiator_depth = w.param.conn.initiator_depth;
   id->responder_resources = w.param.conn.responder_resources;
@@ -89,7 +89,7 @@ bool is_group_event(uint32_t event) {
 bool translate_group(const ucma_abi_event_resp& w, Event& ev) {
   auto group = Objects::get().groups.find(Objects::key(w.uid));
   if (!group) return false;
-  std::shared_ptr<CmId> id = group->id;
+  IdRef id = group->id;
   bool leaving;
   {
     std::lock_guard lock(id->peek_extras()->mc_mutex);  // made by the join
@@ -131,8 +131,8 @@ bool translate(const ucma_abi_event_resp& w, Event& ev) {
   if (is_group_event(w.event)) return translate_group(w, ev);
   if (UserEvent::is_doorbell(w.uid)) return translate_user_event(w.uid, ev);
   Objects& objs = Objects::get();
-  std::shared_ptr<CmId> id = w.uid ? objs.ids.find(Objects::id_key(w.uid))
-                                   : objs.handles.find(Objects::handle_key(w.id));
+  IdRef id = w.uid ? Objects::listed_id(Objects::key(w.uid))
+                    : objs.handles.find(Objects::handle_key(w.id));
   if (!id) return false;
   // Before accept() the kernel knows a new id by handle only; of its events
   // only ESTABLISHED matters then (rdma-core's rule for uid 0).

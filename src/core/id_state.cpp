@@ -16,8 +16,8 @@
 
 namespace rdmacm::core {
 
-std::shared_ptr<CmId> find_id(rdma_cm_id* pub) {
-  auto id = Objects::get().ids.find(pub);
+IdRef find_id(rdma_cm_id* pub) {
+  IdRef id = Objects::listed_id(pub);
   if (id && id->destroying) id.reset();
   return id;  // not "cond ? id : nullptr": that copies it (two more atomics)
 }
@@ -151,10 +151,10 @@ bool go_private(CmId& id, int* fd) {
 
 }  // namespace
 
-std::shared_ptr<CmId> adopt_id(const CmId& listener, uint32_t handle) {
+IdRef adopt_id(const CmId& listener, uint32_t handle) {
   int fd = listener.fd();  // it may be migrating: see CmId::fd()
   try {
-    auto id = std::make_shared<CmId>();
+    IdRef id = Objects::ids().make();
     id->handle = handle;
     id->set_channel(std::atomic_load(&listener.channel));
     if (!listener.sync || go_private(*id, &fd)) {
@@ -172,7 +172,7 @@ std::shared_ptr<CmId> adopt_id(const CmId& listener, uint32_t handle) {
   return nullptr;
 }
 
-void discard_id(const std::shared_ptr<CmId>& id) {
+void discard_id(const IdRef& id) {
   id->destroying = true;
   uint32_t ignored;
   transport().destroy_id(id->fd(), id->handle, &ignored);

@@ -14,7 +14,7 @@
 namespace rdmacm::core {
 
 // The live id behind a public pointer, or nullptr.
-std::shared_ptr<CmId> find_id(rdma_cm_id* pub);
+IdRef find_id(rdma_cm_id* pub);
 
 // Whether the id carries datagrams (its events' parameters are rdma_ud_param).
 inline bool is_ud(const CmId& id) { return id.pub.qp_type == IBV_QPT_UD; }
@@ -37,10 +37,10 @@ int refresh_paths(CmId& id);
 // an owner, registered like any other, on the listener's channel or, for a
 // synchronous listener, on a private one. nullptr if that fails (out of
 // memory, no channel); the kernel id is destroyed then.
-std::shared_ptr<CmId> adopt_id(const CmId& listener, uint32_t handle);
+IdRef adopt_id(const CmId& listener, uint32_t handle);
 
 // Undoes adopt_id for an id nobody has seen yet (its setup failed).
-void discard_id(const std::shared_ptr<CmId>& id);
+void discard_id(const IdRef& id);
 
 // The error a call reports for an event's failure status: ECONNREFUSED for a
 // rejection, else the status as -errno. 0 for a success.

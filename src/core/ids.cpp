@@ -41,7 +41,7 @@ int create_id_typed(rdma_event_channel* channel, rdma_cm_id** out, void* context
     int err = 0;
     if (!(ch = private_channel(&err))) return err;
   }
-  auto id = std::make_shared<CmId>();
+  IdRef id = Objects::ids().make();
   id->sync = !channel;
   id->set_channel(std::move(ch));
   id->pub.context = context;
@@ -65,7 +65,7 @@ int create_id_typed(rdma_event_channel* channel, rdma_cm_id** out, void* context
 
 int destroy_id(rdma_cm_id* pub) {
   Objects& objs = Objects::get();
-  auto id = objs.ids.find(pub);
+  IdRef id = Objects::listed_id(pub);
   // Claimed once: a second destroy racing the first is refused.
   if (!id || id->destroying.exchange(true)) return -EINVAL;
   ack_stored_event(*id);

@@ -87,19 +87,13 @@ CmIdExtras& CmId::extras() {
 
 constinit ObjectsStorage objects_storage;
 
-void Objects::publish(const std::shared_ptr<CmId>& id, bool by_handle) {
-  ids.add(&id->pub, id);
-  if (!by_handle) return;
-  try {
-    handles.add(handle_key(id->handle), id);
-  } catch (...) {  // std::bad_alloc: both or none
-    ids.take_if(&id->pub, id.get());
-    throw;
-  }
+void Objects::publish(const IdRef& id, bool by_handle) {
+  if (by_handle) handles.add(handle_key(id->handle), id);  // throws std::bad_alloc: nothing done
+  StablePool<CmId>::list(*id);
 }
 
 void Objects::detach(const CmId& id) {
-  ids.take_if(&id.pub, &id);
+  StablePool<CmId>::unlist(id);
   handles.take_if(handle_key(id.handle), &id);
 }
 

@@ -43,6 +43,7 @@
 
 #include "core/leaf_lock.h"
 #include "core/registry.h"
+#include "core/stable_pool.h"
 #include "core/transport.h"
 
 namespace rdmacm::core {
@@ -50,6 +51,9 @@ namespace rdmacm::core {
 struct Device;
 struct CmId;
 struct UserEvent;
+
+// Shared ownership of an id (ids live in a StablePool: see stable_pool.h).
+using IdRef = PoolRef<CmId>;
 
 // Counts events the application has acknowledged, so that whoever tears
 // down their source can wait until it has acknowledged as many as the kernel
@@ -70,7 +74,7 @@ class EventTally {
 
 // A multicast group joined through an id (its kernel handle and address).
 struct Multicast {
-  std::shared_ptr<CmId> id;
+  IdRef id;
   void* context = nullptr;
   uint32_t handle = 0;
   uint16_t join_flags = 0;
@@ -116,8 +120,9 @@ struct CmIdExtras {
 
 // An rdma_cm_id and what the library tracks about it.
 //
-// Kept small: an id is one malloc chunk (with make_shared's control block)
-// and there may be tens of thousands. What most ids never use lives in
+// Lives in a StablePool slot (Objects::ids()); its public pointer, pub, is
+// how the application and the kernel (uid) name it. Kept small: there may
+// be tens of thousands. What most ids never use lives in
 // CmIdExtras; the path records hang off pub.route.path_rec itself, as in
 // rdma-core.
 struct CmId {
@@ -179,7 +184,7 @@ struct CmId {
 // An event queued on an id's channel from user space. Its doorbell is a
 // kernel id of the library's own on the same channel (see user_events.cpp).
 struct UserEvent {
-  std::shared_ptr<CmId> id;
+  IdRef id;
   std::shared_ptr<EventChannel> channel;  // where the doorbell lives
   uint32_t doorbell = 0;                  // its kernel handle
   bool rung = false;                      // the doorbell was told to ring
@@ -205,7 +210,7 @@ struct Event {
   // The id the kernel counted this event against, whose destroy waits for
   // its acknowledgement. For a connection request that is the listener, not
   // the new id in pub.id.
-  std::shared_ptr<CmId> owner;
+  IdRef owner;
   std::shared_ptr<Multicast> group;  // for multicast events: its tally too
   // kFree in the pool, kFilling while the pump fills it or an acknowledgement
   // returns it, kHandedOut while the application holds it.
@@ -219,26 +224,29 @@ struct Event {
 // at exit are still safe to use from its atexit handlers.
 struct Objects {
   Registry<rdma_event_channel, EventChannel> channels;
-  // Every id the kernel knows about, by its public pointer (which is also its
-  // uid). The application's calls find only those not being destroyed.
-  Registry<rdma_cm_id, CmId> ids;
   // Ids made for connection requests, by kernel handle: their events before
   // rdma_accept come without a uid.
-  Registry<void, CmId> handles;
+  Registry<void, CmId, IdRef> handles;
   Registry<void, Multicast> groups;  // by uid
   Registry<void, UserEvent> user_events;  // by doorbell uid
 
   static Objects& get();  // below
 
-  static const void* key(uint64_t uid) { return reinterpret_cast<const void*>(uid); }
-  static const rdma_cm_id* id_key(uint64_t uid) {
-    return reinterpret_cast<const rdma_cm_id*>(uid);
+  // Every id the kernel knows about: made here, listed by publish() until
+  // detach(). The application's calls find only those not being destroyed.
+  static StablePool<CmId>& ids() { return StablePool<CmId>::get(); }
+  // The listed id whose public pointer (which is also its uid) is pub, being
+  // destroyed or not; empty if there is none.
+  static IdRef listed_id(const void* pub) {
+    return ids().find(pub, [](const CmId& id) { return static_cast<const void*>(&id.pub); });
   }
+
+  static const void* key(uint64_t uid) { return reinterpret_cast<const void*>(uid); }
   // Kernel handles start at 0; keep them clear of the null key.
   static const void* handle_key(uint32_t h) { return key((1ull << 32) | h); }
   // Makes a new id reachable by the application and by kernel events (also
   // by its kernel handle if it came with a connection request).
-  void publish(const std::shared_ptr<CmId>& id, bool by_handle = false);
+  void publish(const IdRef& id, bool by_handle = false);
   // Removes it from the event tables: only once every event the kernel
   // reported for it has been acknowledged or dropped, since a reader may hold
   // one it took from the kernel just before the destroy and must still find

@@ -25,7 +25,9 @@
 
 namespace rdmacm::core {
 
-template <typename Public, typename Owner>
+// Ref: how the table owns its entries (std::shared_ptr<Owner>, or PoolRef<Owner>
+// for objects in a StablePool).
+template <typename Public, typename Owner, typename Ref = std::shared_ptr<Owner>>
 class Registry {
  public:
   constexpr Registry() = default;
@@ -34,7 +36,7 @@ class Registry {
   ~Registry() { delete[] slots_; }
 
   // Adds (or replaces) the entry. Throws std::bad_alloc if the table cannot grow.
-  void add(const Public* key, std::shared_ptr<Owner> owner) {
+  void add(const Public* key, Ref owner) {
     if (!key) return;
     std::lock_guard lock(lock_);
     if (Slot* s = probe(key)) {
@@ -49,7 +51,7 @@ class Registry {
     ++live_;
   }
 
-  std::shared_ptr<Owner> find(const Public* key) const {
+  Ref find(const Public* key) const {
     std::lock_guard lock(lock_);
     const Slot* s = probe(key);
     return s ? s->owner : nullptr;
@@ -57,8 +59,8 @@ class Registry {
 
   // Removes and returns the entry; nullptr if it was not live (e.g. a second
   // destroy racing the first).
-  std::shared_ptr<Owner> take(const Public* key) {
-    std::shared_ptr<Owner> owner;  // declared first: released after the lock
+  Ref take(const Public* key) {
+    Ref owner;  // declared first: released after the lock
     std::lock_guard lock(lock_);
     if (Slot* s = probe(key)) {
       owner = std::move(s->owner);
@@ -70,7 +72,7 @@ class Registry {
   // Removes the entry only if it is still this owner's (a key such as a
   // kernel handle may have been reused by a newer owner meanwhile).
   void take_if(const Public* key, const Owner* expected) {
-    std::shared_ptr<Owner> owner;
+    Ref owner;
     std::lock_guard lock(lock_);
     Slot* s = probe(key);
     if (s && s->owner.get() == expected) {
@@ -95,7 +97,7 @@ class Registry {
  private:
   struct Slot {
     const Public* key = nullptr;  // nullptr: free
-    std::shared_ptr<Owner> owner;
+    Ref owner;
   };
 
   size_t capacity() const { return slots_ ? mask_ + 1 : 0; }

@@ -65,7 +65,7 @@ void unlink(CmId& id, const UserEvent& ue) {
 
 }  // namespace
 
-int prepare_user_event(const std::shared_ptr<CmId>& id, std::shared_ptr<UserEvent>* out) {
+int prepare_user_event(const IdRef& id, std::shared_ptr<UserEvent>* out) {
   CmIdExtras& x = id->extras();  // throws std::bad_alloc before the kernel is asked
   auto ue = std::make_shared<UserEvent>();
   ue->id = id;

@@ -14,7 +14,7 @@ namespace rdmacm::core {
 // prepare creates the doorbell (so the failures that can be reported are
 // reported early), ring sets the event and wakes the channel; cancel drops
 // one or all of an id's queued events.
-int prepare_user_event(const std::shared_ptr<CmId>& id, std::shared_ptr<UserEvent>* out);
+int prepare_user_event(const IdRef& id, std::shared_ptr<UserEvent>* out);
 int ring_user_event(const std::shared_ptr<UserEvent>& ue, rdma_cm_event_type event,
                     int status, uint64_t arg);
 void cancel_user_event(const std::shared_ptr<UserEvent>& ue);

@@ -2,6 +2,8 @@
 // kernel. Misuse must fail with the documented errno and leak nothing.
 #include "fixture.h"
 
+#include <vector>
+
 namespace rdmacm::testing {
 namespace {
 
@@ -55,6 +57,28 @@ TEST_F(CmTest, DestroyIdTwiceFailsCleanly) {
   EXPECT_FAILS_WITH(rdma_destroy_id(nullptr), EINVAL);
   rdma_cm_id forged{};
   EXPECT_FAILS_WITH(rdma_destroy_id(&forged), EINVAL);
+}
+
+TEST_F(CmTest, ADestroyedIdStaysInvalidWhileNewIdsAreMade) {
+  // Ids live in reused slots (core/stable_pool.h); a freed slot is reused
+  // last, so a stale pointer keeps failing while the application goes on.
+  rdma_cm_id* old = nullptr;
+  ASSERT_EQ(rdma_create_id(channel, &old, nullptr, RDMA_PS_TCP), 0);
+  ASSERT_EQ(rdma_destroy_id(old), 0);
+  std::vector<rdma_cm_id*> fresh(50);
+  for (auto& id : fresh) {
+    ASSERT_EQ(rdma_create_id(channel, &id, nullptr, RDMA_PS_TCP), 0);
+    EXPECT_NE(id, old);
+  }
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  EXPECT_FAILS_WITH(rdma_bind_addr(old, reinterpret_cast<sockaddr*>(&sin)), EINVAL);
+  EXPECT_FAILS_WITH(rdma_destroy_id(old), EINVAL);
+  EXPECT_EQ(rdma_get_src_port(old), 0);
+  rdma_cm_id* inside = reinterpret_cast<rdma_cm_id*>(reinterpret_cast<char*>(fresh[0]) + 8);
+  EXPECT_FAILS_WITH(rdma_destroy_id(inside), EINVAL);
+  for (auto* id : fresh) EXPECT_EQ(rdma_destroy_id(id), 0);
+  EXPECT_EQ(fake.live_ids(), 0u);
 }
 
 TEST_F(CmTest, BindRecordsAddressAndPort) {

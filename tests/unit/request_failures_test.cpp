@@ -31,7 +31,7 @@ size_t open_fds() {
 // the kernel's events (by uid or by handle).
 size_t library_ids() {
   auto& objs = core::Objects::get();
-  return objs.ids.size() + objs.handles.size();
+  return objs.ids().listed() + objs.handles.size();
 }
 
 class RequestFailures : public DeviceTest {

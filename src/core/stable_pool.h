@@ -1,0 +1,261 @@
+// Type-stable storage for objects the application holds by pointer (ids):
+// one array of slots in address space reserved once, never given back to the
+// system, each slot a small header (a reference count and a "listed" flag)
+// that outlives the objects built and destroyed in it. A public pointer is
+// validated by where it points (inside the array, at a slot's object) and by
+// the header, without a table or a lock: one compare-and-swap takes a
+// reference if the object is alive, and "listed" says whether the
+// application's calls may find it.
+//
+// Why: a table lookup with a lock and a shared_ptr copy per call and per
+// event was a fifth of the library's instructions per connection. What it
+// costs: memory for the most objects ever alive at once stays allocated,
+// and an old pointer whose slot holds a newer object names that object (as
+// a reused malloc address does).
+//
+// Thread safety, in terms of the header's atomics only (so that TSan and the
+// C++ model agree): an object is built, then `refs` is stored 1 (release);
+// a finder's compare-and-swap from a non-zero count (acquire) sees it built;
+// the last release (acq_rel) destroys it and returns the slot under the
+// pool's lock, from which the next take builds a new one. Nobody increments
+// a count of 0, so nobody reads an object being destroyed or built.
+#pragma once
+
+#include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <utility>
+
+#include <sys/mman.h>
+
+#include "core/leaf_lock.h"
+
+namespace rdmacm::core {
+
+template <typename T>
+class StablePool;
+
+// How a slot is aligned: its size rounded up to a power of two when that
+// wastes at most a sixteenth (an id: 504 -> 512 bytes), so that finding a
+// slot from an address is a shift, not a division.
+template <typename T>
+constexpr size_t pool_slot_align() {
+  constexpr size_t raw = sizeof(T) + 16;  // the header (below) comes first
+  constexpr size_t pow2 = std::bit_ceil(raw);
+  return pow2 - raw <= raw / 16 ? pow2 : alignof(std::max_align_t);
+}
+
+// A slot: the header that outlives the objects built in it, then the object.
+// (Defined apart from the pool so that a PoolRef<T> member may be declared
+// while T is still incomplete.)
+template <typename T>
+struct alignas(pool_slot_align<T>()) PoolSlot {
+  std::atomic<uint32_t> refs{0};
+  std::atomic<bool> listed{false};
+  PoolSlot* next_free = nullptr;  // the pool's list (its lock)
+  alignas(T) unsigned char storage[sizeof(T)];
+
+  T* object() { return std::launder(reinterpret_cast<T*>(storage)); }
+};
+
+// Shared ownership of an object in a StablePool, shared_ptr's interface.
+template <typename T>
+class PoolRef {
+ public:
+  using Slot = PoolSlot<T>;
+
+  PoolRef() = default;
+  PoolRef(std::nullptr_t) {}
+  PoolRef(const PoolRef& o) : slot_(o.slot_) {
+    if (slot_) slot_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  PoolRef(PoolRef&& o) noexcept : slot_(std::exchange(o.slot_, nullptr)) {}
+  PoolRef& operator=(PoolRef o) noexcept {
+    std::swap(slot_, o.slot_);
+    return *this;
+  }
+  ~PoolRef() { reset(); }
+
+  void reset() {
+    if (Slot* s = std::exchange(slot_, nullptr)) StablePool<T>::release(s);
+  }
+  T* get() const { return slot_ ? slot_->object() : nullptr; }
+  T& operator*() const { return *slot_->object(); }
+  T* operator->() const { return slot_->object(); }
+  explicit operator bool() const { return slot_ != nullptr; }
+
+ private:
+  friend class StablePool<T>;
+  struct Adopt {};
+  PoolRef(Slot* s, Adopt) : slot_(s) {}  // takes over a reference already counted
+
+  Slot* slot_ = nullptr;
+};
+
+template <typename T>
+class StablePool {
+ public:
+  using Slot = PoolSlot<T>;
+
+  static StablePool& get() { return instance_; }
+
+  // A new object (built with T()), referenced once, not listed. Throws
+  // std::bad_alloc.
+  PoolRef<T> make() {
+    Slot* s;
+    {
+      std::lock_guard lock(lock_);
+      if (!free_) grow();  // throws, leaving the pool as it was
+      s = free_;
+      free_ = s->next_free;
+      if (!free_) last_free_ = nullptr;
+    }
+    new (s->storage) T();
+    s->refs.store(1, std::memory_order_release);
+    return PoolRef<T>(s, typename PoolRef<T>::Adopt{});
+  }
+
+  // Makes the object findable by find(), and keeps it alive while it is:
+  // listing holds a reference of its own, which unlist() lets go of (the
+  // object is destroyed then if nobody else holds one). Each at most once.
+  static void list(const T& obj) {
+    Slot* s = slot_of(obj);
+    s->refs.fetch_add(1, std::memory_order_relaxed);
+    s->listed.store(true, std::memory_order_release);
+  }
+  static void unlist(const T& obj) {
+    Slot* s = slot_of(obj);
+    if (s->listed.exchange(false, std::memory_order_acq_rel)) release(s);
+  }
+
+  // The listed, live object whose key (key_of(T&), an address inside it) is
+  // p; empty if there is none.
+  template <typename KeyOf>
+  PoolRef<T> find(const void* p, KeyOf key_of) const {
+    Slot* s = locate(p, key_of);
+    if (!s) return nullptr;
+    uint32_t r = s->refs.load(std::memory_order_relaxed);
+    do {
+      if (r == 0) return nullptr;  // free, or being destroyed
+    } while (!s->refs.compare_exchange_weak(r, r + 1, std::memory_order_acquire,
+                                            std::memory_order_relaxed));
+    PoolRef<T> ref(s, typename PoolRef<T>::Adopt{});
+    if (!s->listed.load(std::memory_order_acquire)) return nullptr;
+    // A slot reused between locate() and the count names the new object:
+    // its key is at the same address, so it is the object p names now.
+    return ref;
+  }
+
+  // Calls f(T&) for every listed object, each referenced meanwhile; no lock
+  // is held while f runs.
+  template <typename F>
+  void for_each(F&& f) const {
+    Slot* base = base_.load(std::memory_order_acquire);
+    size_t n = made_.load(std::memory_order_acquire);
+    for (size_t i = 0; i < n; ++i) {
+      Slot* s = &base[i];
+      uint32_t r = s->refs.load(std::memory_order_relaxed);
+      bool got = false;
+      while (r && !(got = s->refs.compare_exchange_weak(r, r + 1, std::memory_order_acquire,
+                                                        std::memory_order_relaxed))) {
+      }
+      if (!got) continue;
+      PoolRef<T> ref(s, typename PoolRef<T>::Adopt{});
+      if (s->listed.load(std::memory_order_acquire)) f(*ref);
+    }
+  }
+
+  size_t listed() const {
+    size_t n = 0;
+    for_each([&](T&) { ++n; });
+    return n;
+  }
+
+ private:
+  friend class PoolRef<T>;
+
+  static Slot* slot_of(const T& obj) {
+    return reinterpret_cast<Slot*>(reinterpret_cast<uintptr_t>(&obj) - offsetof(Slot, storage));
+  }
+
+  // One range check and one division: the slots are one array in address
+  // space reserved once (see grow()).
+  template <typename KeyOf>
+  Slot* locate(const void* p, KeyOf key_of) const {
+    Slot* base = base_.load(std::memory_order_acquire);
+    size_t off = reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(base);
+    if (off >= made_.load(std::memory_order_acquire) * sizeof(Slot)) return nullptr;
+    Slot* s = &base[off / sizeof(Slot)];
+    // Only an address is computed here, nothing is read from the object.
+    return key_of(*reinterpret_cast<T*>(s->storage)) == p ? s : nullptr;
+  }
+
+  static void release(Slot* s) {
+    if (s->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    s->object()->~T();  // not listed: listing holds a reference
+    StablePool& pool = get();
+    std::lock_guard lock(pool.lock_);
+    pool.push_free(s);
+  }
+
+  // The slots live in one range of address space reserved on first use
+  // (PROT_NONE: no memory, nothing counted against overcommit), made
+  // readable and writable 64 KiB at a time as slots are needed, never given
+  // back. 4 GiB is room for eight million objects of 500 bytes; where the
+  // address space is limited (RLIMIT_AS) a smaller range is taken.
+  void grow() {
+    constexpr size_t kStep = size_t(64) << 10;
+    Slot* base = base_.load(std::memory_order_relaxed);
+    if (!base) {
+      for (size_t want = size_t(1) << 32; !base && want >= kStep * 16; want /= 2) {
+        void* m = ::mmap(nullptr, want, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) continue;
+        base = static_cast<Slot*>(m);
+        reserved_ = want;
+      }
+      if (!base) throw std::bad_alloc();
+      base_.store(base, std::memory_order_release);
+    }
+    if (committed_ + kStep > reserved_ ||
+        ::mprotect(reinterpret_cast<char*>(base) + committed_, kStep, PROT_READ | PROT_WRITE))
+      throw std::bad_alloc();
+    committed_ += kStep;
+    size_t n = made_.load(std::memory_order_relaxed);
+    size_t fit = committed_ / sizeof(Slot);
+    for (size_t i = fit; i-- > n;) {  // the lowest addresses come out first
+      Slot* s = new (&base[i]) Slot;
+      s->next_free = free_;
+      free_ = s;
+      if (!last_free_) last_free_ = s;
+    }
+    made_.store(fit, std::memory_order_release);  // locate() sees built headers
+  }
+
+  // Freed slots queue up behind the others (first in, first out), so that a
+  // pointer to a destroyed object keeps failing for as long as possible
+  // before its slot holds a new one. (lock_)
+  void push_free(Slot* s) {
+    s->next_free = nullptr;
+    (last_free_ ? last_free_->next_free : free_) = s;
+    last_free_ = s;
+  }
+
+  mutable LeafLock lock_;
+  Slot* free_ = nullptr;       // the next slot to use (lock_)
+  Slot* last_free_ = nullptr;  // the last (lock_)
+  size_t reserved_ = 0;   // bytes of address space (lock_)
+  size_t committed_ = 0;  // of which readable and writable (lock_)
+  std::atomic<Slot*> base_{nullptr};
+  std::atomic<size_t> made_{0};  // slots built: base_[0, made_)
+
+  static StablePool instance_;
+};
+
+// Never destroyed (no destructor to run): objects may be released after main().
+template <typename T>
+constinit StablePool<T> StablePool<T>::instance_;
+
+}  // namespace rdmacm::core

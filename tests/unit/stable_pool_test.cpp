@@ -1,0 +1,145 @@
+// The type-stable pool ids live in (core/stable_pool.h): what a public
+// pointer finds (only listed, live objects at a slot's key), that a reference
+// keeps an object alive past its unlisting and the last one destroys it,
+// first-in-first-out reuse of freed slots, growth past one step, and finders
+// racing the last release (TSan checks the claims in the header comment).
+#include "core/stable_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+namespace rdmacm::core {
+namespace {
+
+std::atomic<int> alive{0};
+
+struct Thing {
+  Thing() { alive.fetch_add(1); }
+  ~Thing() { alive.fetch_sub(1); }
+  int pub = 0;  // the "public" part a key names, not at the object's start
+  char body[300] = {};
+};
+
+const void* key_of(const Thing& t) { return &t.pub; }
+PoolRef<Thing> find(const void* p) { return StablePool<Thing>::get().find(p, key_of); }
+
+TEST(StablePoolTest, FindsOnlyListedLiveObjectsByTheirKey) {
+  auto& pool = StablePool<Thing>::get();
+  int before = alive.load();
+  PoolRef<Thing> t = pool.make();
+  EXPECT_EQ(alive.load(), before + 1);
+  EXPECT_FALSE(find(&t->pub)) << "not listed yet";
+  StablePool<Thing>::list(*t);
+  EXPECT_EQ(find(&t->pub).get(), t.get());
+  EXPECT_FALSE(find(reinterpret_cast<const char*>(&t->pub) + 1)) << "inside, not at the key";
+  EXPECT_FALSE(find(t.get()->body)) << "another member";
+  int local = 0;
+  EXPECT_FALSE(find(&local)) << "outside the pool";
+  EXPECT_FALSE(find(nullptr));
+
+  const void* p = &t->pub;
+  StablePool<Thing>::unlist(*t);
+  EXPECT_FALSE(find(p)) << "unlisted";
+  EXPECT_EQ(alive.load(), before + 1) << "our reference keeps it";
+  t.reset();
+  EXPECT_EQ(alive.load(), before) << "the last reference destroys it";
+  EXPECT_FALSE(find(p));
+}
+
+TEST(StablePoolTest, ListingHoldsItsOwnReference) {
+  auto& pool = StablePool<Thing>::get();
+  int before = alive.load();
+  const void* p;
+  {
+    PoolRef<Thing> t = pool.make();
+    StablePool<Thing>::list(*t);
+    p = &t->pub;
+  }
+  PoolRef<Thing> again = find(p);
+  ASSERT_TRUE(again) << "listed: alive without any other reference";
+  StablePool<Thing>::unlist(*again);
+  StablePool<Thing>::unlist(*again);  // a second unlist lets go of nothing
+  EXPECT_EQ(alive.load(), before + 1);
+  again.reset();
+  EXPECT_EQ(alive.load(), before);
+}
+
+TEST(StablePoolTest, AFreedSlotIsReusedLast) {
+  auto& pool = StablePool<Thing>::get();
+  const void* old;
+  {
+    PoolRef<Thing> t = pool.make();
+    old = t.get();
+  }
+  // Every other free slot comes first: a stale pointer keeps failing.
+  std::vector<PoolRef<Thing>> others;
+  for (int i = 0; i < 100; ++i) {
+    others.push_back(pool.make());
+    EXPECT_NE(others.back().get(), old) << "after " << i << " new objects";
+  }
+}
+
+TEST(StablePoolTest, GrowsAndKeepsEveryObjectFindable) {
+  auto& pool = StablePool<Thing>::get();
+  std::vector<PoolRef<Thing>> all;
+  for (int i = 0; i < 2000; ++i) {  // several 64 KiB steps of ~320-byte slots
+    all.push_back(pool.make());
+    all.back()->pub = i;
+    StablePool<Thing>::list(*all.back());
+  }
+  size_t listed = pool.listed();
+  EXPECT_GE(listed, 2000u);
+  for (int i = 0; i < 2000; ++i) {
+    PoolRef<Thing> f = find(&all[i]->pub);
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->pub, i);
+  }
+  for (auto& t : all) StablePool<Thing>::unlist(*t);
+  EXPECT_EQ(pool.listed(), listed - 2000);
+}
+
+TEST(StablePoolTest, FindersRacingTheLastReleaseSeeLiveObjectsOnly) {
+  auto& pool = StablePool<Thing>::get();
+  constexpr int kKeys = 64;
+  std::vector<const void*> keys(kKeys);
+  std::vector<PoolRef<Thing>> refs(kKeys);
+  for (int i = 0; i < kKeys; ++i) {
+    refs[i] = pool.make();
+    StablePool<Thing>::list(*refs[i]);
+    keys[i] = &refs[i]->pub;
+    refs[i]->pub = 7;
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<long> found{0};
+  std::vector<std::thread> finders;
+  for (int f = 0; f < 3; ++f)
+    finders.emplace_back([&] {
+      while (!stop.load()) {
+        for (const void* k : keys)
+          if (PoolRef<Thing> t = find(k)) {
+            EXPECT_EQ(t->pub, 7);  // a live, built object
+            found.fetch_add(1);
+          }
+      }
+    });
+  // Unlist and release each, then make a new one in some freed slot; the
+  // finders keep looking up the first keys, live, dead or reused.
+  for (int round = 0; round < 200; ++round) {
+    int i = round % kKeys;
+    StablePool<Thing>::unlist(*refs[i]);
+    refs[i].reset();
+    refs[i] = pool.make();
+    refs[i]->pub = 7;
+    StablePool<Thing>::list(*refs[i]);
+  }
+  stop = true;
+  for (auto& t : finders) t.join();
+  EXPECT_GT(found.load(), 0);
+  for (auto& r : refs) StablePool<Thing>::unlist(*r);
+}
+
+}  // namespace
+}  // namespace rdmacm::core
