@@ -1,6 +1,9 @@
 // Event channels: creation, destruction, and the application's view of
 // their events (get and acknowledge).
+#include <unistd.h>
+
 #include <cerrno>
+#include <new>
 
 #include "core/cm.h"
 #include "core/device_table.h"
@@ -15,20 +18,28 @@ int create_channel(rdma_event_channel** out) {
   int fd = transport().open_channel();
   if (fd < 0) return fd;
   DeviceTable::instance().prime();
-  auto channel = std::make_shared<EventChannel>(fd);
+  ChannelRef channel;
+  try {
+    channel = Objects::channels().make();
+  } catch (const std::bad_alloc&) {
+    ::close(fd);
+    throw;
+  }
+  channel->pub.fd = fd;
+  StablePool<EventChannel>::list(*channel);
   *out = &channel->pub;
-  Objects::get().channels.add(*out, std::move(channel));
   return 0;
 }
 
 int destroy_channel(rdma_event_channel* channel) {
   // The fd closes when the last id still using the channel lets go of it.
-  return Objects::get().channels.take(channel) ? 0 : -EINVAL;
+  ChannelRef ch = Objects::listed_channel(channel);
+  return ch && StablePool<EventChannel>::unlist(*ch) ? 0 : -EINVAL;
 }
 
 int get_event(rdma_event_channel* channel, rdma_cm_event** out) {
   if (!out) return -EINVAL;
-  auto ch = Objects::get().channels.find(channel);
+  ChannelRef ch = Objects::listed_channel(channel);
   if (!ch) return -EINVAL;
   return next_event(*ch, out);
 }

@@ -1,6 +1,7 @@
 #include "core/id_state.h"
 
 #include <infiniband/ib.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -64,13 +65,21 @@ uint16_t port_of(const sockaddr* sa) {
   }
 }
 
-std::shared_ptr<EventChannel> private_channel(int* err) {
+ChannelRef private_channel(int* err) {
   int fd = transport().open_channel();
   if (fd < 0) {
     *err = fd;
     return nullptr;
   }
-  return std::make_shared<EventChannel>(fd);
+  ChannelRef ch;
+  try {
+    ch = Objects::channels().make();
+  } catch (const std::bad_alloc&) {
+    ::close(fd);
+    throw;
+  }
+  ch->pub.fd = fd;
+  return ch;
 }
 
 int refresh_address(CmId& id) {
@@ -156,7 +165,7 @@ IdRef adopt_id(const CmId& listener, uint32_t handle) {
   try {
     IdRef id = Objects::ids().make();
     id->handle = handle;
-    id->set_channel(std::atomic_load(&listener.channel));
+    id->set_channel(listener.channel_ref());
     if (!listener.sync || go_private(*id, &fd)) {
       id->pub.context = listener.pub.context;
       id->pub.ps = listener.pub.ps;

@@ -26,7 +26,7 @@ socklen_t addr_len(const sockaddr* addr);
 uint16_t port_of(const sockaddr* addr);
 
 // A new event channel of the library's own, for a synchronous id.
-std::shared_ptr<EventChannel> private_channel(int* err);
+ChannelRef private_channel(int* err);
 
 // Re-reads the id's addresses, device, port and (on IB transports) GIDs.
 int refresh_address(CmId& id);

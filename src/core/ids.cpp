@@ -34,9 +34,9 @@ int create_id_typed(rdma_event_channel* channel, rdma_cm_id** out, void* context
                     int port_space, int qp_type) {
   if (default_qp_type(port_space) < 0) return -EINVAL;
 
-  std::shared_ptr<EventChannel> ch;
+  ChannelRef ch;
   if (channel) {
-    if (!(ch = Objects::get().channels.find(channel))) return -EINVAL;
+    if (!(ch = Objects::listed_channel(channel))) return -EINVAL;
   } else {
     int err = 0;
     if (!(ch = private_channel(&err))) return err;
@@ -142,17 +142,15 @@ int set_option(rdma_cm_id* pub, int level, int name, const void* value, size_t l
 namespace {
 
 // Moves the id to a new channel (nullptr: a private synchronous one).
-int migrate(CmId& id, const std::shared_ptr<EventChannel>& to) {
-  std::shared_ptr<EventChannel> target = to;
+int migrate(CmId& id, const ChannelRef& to) {
+  ChannelRef target = to;
   int err = 0;
   if (!target && !(target = private_channel(&err))) return err;
   uint32_t reported = 0;
   if ((err = transport().migrate_id(target->pub.fd, id.handle, id.fd(), &reported)))
     return err;
   if (id.sync) ack_stored_event(id);
-  std::atomic_store(&id.channel, target);  // see CmId::fd()
-  id.channel_fd.store(target->pub.fd, std::memory_order_release);
-  id.pub.channel = &target->pub;
+  ChannelRef old = id.swap_channel(std::move(target));  // see CmId::fd()
   id.sync = !to;
   if (id.sync)
     cancel_user_events(id);  // nobody reads a synchronous id's channel
@@ -170,9 +168,9 @@ int migrate(CmId& id, const std::shared_ptr<EventChannel>& to) {
 int migrate_id(rdma_cm_id* pub, rdma_event_channel* channel) {
   auto id = find_id(pub);
   if (!id) return -EINVAL;
-  std::shared_ptr<EventChannel> to;
+  ChannelRef to;
   if (channel) {
-    if (!(to = Objects::get().channels.find(channel))) return -EINVAL;
+    if (!(to = Objects::listed_channel(channel))) return -EINVAL;
   } else if (id->sync) {
     return -EINVAL;  // already synchronous
   }

@@ -52,8 +52,12 @@ struct Device;
 struct CmId;
 struct UserEvent;
 
-// Shared ownership of an id (ids live in a StablePool: see stable_pool.h).
+class EventChannel;
+
+// Shared ownership of an id or a channel (both live in StablePools: see
+// stable_pool.h).
 using IdRef = PoolRef<CmId>;
+using ChannelRef = PoolRef<EventChannel>;
 
 // Counts events the application has acknowledged, so that whoever tears
 // down their source can wait until it has acknowledged as many as the kernel
@@ -89,9 +93,11 @@ struct Multicast {
 };
 
 // An rdma_event_channel: one kernel fd on which the events of its ids arrive.
+// Lives in a StablePool slot (Objects::channels()); the fd closes with it,
+// when the last id using it lets go.
 class EventChannel {
  public:
-  explicit EventChannel(int fd) { pub.fd = fd; }
+  EventChannel() { pub.fd = -1; }
   ~EventChannel();
   EventChannel(const EventChannel&) = delete;
   EventChannel& operator=(const EventChannel&) = delete;
@@ -136,8 +142,10 @@ struct CmId {
 
   rdma_cm_id pub{};  // pub.route.path_rec: new[]'d by refresh_paths, ours
   // Keeps the fd open while we live. Written while the id is unpublished,
-  // then only by rdma_migrate_id (std::atomic_store, see fd()).
-  std::shared_ptr<EventChannel> channel;
+  // then only by rdma_migrate_id (swap_channel). The id's own calls read it
+  // directly; another thread's (a listener's event reader) through
+  // channel_ref().
+  ChannelRef channel;
   Device* device = nullptr;               // set once bound to a device
   uint32_t handle = 0;                    // the kernel's id
   std::atomic<int> channel_fd{-1};  // channel->pub.fd, for readers of fd()
@@ -154,6 +162,7 @@ struct CmId {
   std::atomic<bool> sync{false};          // events consumed by the library
   std::atomic<bool> listening{false};     // rdma_listen succeeded
   std::atomic<bool> destroying{false};
+  mutable LeafLock channel_lock;  // channel, against rdma_migrate_id
 
   // The rarely used state, made on first use: two threads racing to make it
   // install one (the loser frees its copy). Throws std::bad_alloc.
@@ -169,10 +178,24 @@ struct CmId {
   // hashed global mutexes, a quarter of a connection's instructions.
   int fd() const { return channel_fd.load(std::memory_order_acquire); }
   // Sets channel and channel_fd together (single-threaded: a new id).
-  void set_channel(std::shared_ptr<EventChannel> ch) {
+  void set_channel(ChannelRef ch) {
     channel_fd.store(ch->pub.fd, std::memory_order_release);
     pub.channel = &ch->pub;
     channel = std::move(ch);
+  }
+  // The channel, for a thread that may race rdma_migrate_id on this id.
+  ChannelRef channel_ref() const {
+    std::lock_guard lock(channel_lock);
+    return channel;
+  }
+  // rdma_migrate_id's: installs ch and returns the old channel (for the
+  // caller to let go of after the lock).
+  ChannelRef swap_channel(ChannelRef ch) {
+    std::lock_guard lock(channel_lock);
+    channel_fd.store(ch->pub.fd, std::memory_order_release);
+    pub.channel = &ch->pub;
+    std::swap(channel, ch);
+    return ch;
   }
   // Events handed to the application so far: the kernel's count plus ours.
   uint32_t reported(uint32_t by_kernel) const { return by_kernel + user_reported; }
@@ -185,7 +208,7 @@ struct CmId {
 // kernel id of the library's own on the same channel (see user_events.cpp).
 struct UserEvent {
   IdRef id;
-  std::shared_ptr<EventChannel> channel;  // where the doorbell lives
+  ChannelRef channel;  // where the doorbell lives
   uint32_t doorbell = 0;                  // its kernel handle
   bool rung = false;                      // the doorbell was told to ring
   rdma_cm_event_type event = RDMA_CM_EVENT_USER;
@@ -223,7 +246,6 @@ struct Event {
 // Process-wide tables. Never destroyed, so that handles an application leaks
 // at exit are still safe to use from its atexit handlers.
 struct Objects {
-  Registry<rdma_event_channel, EventChannel> channels;
   // Ids made for connection requests, by kernel handle: their events before
   // rdma_accept come without a uid.
   Registry<void, CmId, IdRef> handles;
@@ -239,6 +261,12 @@ struct Objects {
   // destroyed or not; empty if there is none.
   static IdRef listed_id(const void* pub) {
     return ids().find(pub, [](const CmId& id) { return static_cast<const void*>(&id.pub); });
+  }
+  // The application's event channels: listed from rdma_create_event_channel
+  // to rdma_destroy_event_channel (a synchronous id's private one never is).
+  static StablePool<EventChannel>& channels() { return StablePool<EventChannel>::get(); }
+  static ChannelRef listed_channel(const rdma_event_channel* pub) {
+    return channels().find(pub, [](const EventChannel& c) { return static_cast<const void*>(&c.pub); });
   }
 
   static const void* key(uint64_t uid) { return reinterpret_cast<const void*>(uid); }

@@ -126,9 +126,12 @@ class StablePool {
     s->refs.fetch_add(1, std::memory_order_relaxed);
     s->listed.store(true, std::memory_order_release);
   }
-  static void unlist(const T& obj) {
+  // False if it was not listed (a second unlist lets go of nothing).
+  static bool unlist(const T& obj) {
     Slot* s = slot_of(obj);
-    if (s->listed.exchange(false, std::memory_order_acq_rel)) release(s);
+    if (!s->listed.exchange(false, std::memory_order_acq_rel)) return false;
+    release(s);
+    return true;
   }
 
   // The listed, live object whose key (key_of(T&), an address inside it) is

@@ -69,7 +69,7 @@ int prepare_user_event(const IdRef& id, std::shared_ptr<UserEvent>* out) {
   CmIdExtras& x = id->extras();  // throws std::bad_alloc before the kernel is asked
   auto ue = std::make_shared<UserEvent>();
   ue->id = id;
-  ue->channel = id->channel;
+  ue->channel = id->channel_ref();
   if (int err = transport().create_id(ue->channel->pub.fd, ue->uid(), RDMA_PS_UDP,
                                       IBV_QPT_UD, &ue->doorbell))
     return err;

@@ -31,6 +31,35 @@ TEST_F(CmTest, GetEventRejectsBadArguments) {
   EXPECT_FAILS_WITH(rdma_get_cm_event(&bogus, &ev), EINVAL);
 }
 
+TEST_F(CmTest, ADestroyedChannelStaysInvalidWhileNewOnesAreMade) {
+  // Channels live in reused slots (core/stable_pool.h), a freed one reused
+  // last; and an id keeps its channel (and fd) after the channel's destroy.
+  rdma_event_channel* old = rdma_create_event_channel();
+  ASSERT_NE(old, nullptr);
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(old, &id, nullptr, RDMA_PS_TCP), 0);
+  errno = 0;
+  rdma_destroy_event_channel(old);
+  EXPECT_EQ(errno, 0);
+  rdma_destroy_event_channel(old);  // refused, not done twice
+  EXPECT_EQ(errno, EINVAL);
+  std::vector<rdma_event_channel*> fresh(20);
+  for (auto& ch : fresh) {
+    ASSERT_NE(ch = rdma_create_event_channel(), nullptr);
+    EXPECT_NE(ch, old);
+  }
+  rdma_cm_event* ev = nullptr;
+  EXPECT_FAILS_WITH(rdma_get_cm_event(old, &ev), EINVAL);
+  rdma_cm_id* other = nullptr;
+  EXPECT_FAILS_WITH(rdma_create_id(old, &other, nullptr, RDMA_PS_TCP), EINVAL);
+  EXPECT_FAILS_WITH(rdma_migrate_id(id, old), EINVAL);
+  // The id still uses the channel it was made on: moving it away works.
+  EXPECT_EQ(rdma_migrate_id(id, fresh[0]), 0);
+  EXPECT_EQ(id->channel, fresh[0]);
+  EXPECT_EQ(rdma_destroy_id(id), 0);
+  for (auto* ch : fresh) rdma_destroy_event_channel(ch);
+}
+
 TEST_F(CmTest, NonBlockingChannelReturnsEagain) {
   int flags = fcntl(channel->fd, F_GETFL);
   ASSERT_EQ(fcntl(channel->fd, F_SETFL, flags | O_NONBLOCK), 0);
