@@ -2,11 +2,14 @@
 //
 // Locking discipline (read before adding a lock, or a call under one):
 // - Every lock is a leaf: no code takes a second lock while holding one.
-//   The locks: each Registry's table lock, the event pool's, the EventTallies'
-//   shared one, CmIdExtras::mc_mutex and ::user_mutex (an id's, made with its
-//   extras), DeviceTable's. A Registry::for_each or for_each_handed_out
-//   callback runs under its lock and must take no other (warn_unacked only
-//   reads).
+//   The locks: each Registry's table lock, each StablePool's free list (ids,
+//   channels), the event pool's, the EventTallies' shared one,
+//   CmId::channel_lock, CmIdExtras::mc_mutex and ::user_mutex (an id's, made
+//   with its extras), DeviceTable's. A Registry::for_each or
+//   for_each_handed_out callback runs under its lock and must take no other
+//   (warn_unacked only reads); StablePool::for_each holds none. A reference
+//   (IdRef, ChannelRef) whose release may destroy its object is let go of
+//   after the lock, since the destroy takes the pool's.
 // - Held across a call into the kernel, deliberately and only these:
 //   user_mutex across the commands that ring or move a queued event's
 //   doorbell (create/resolve/destroy of the library's own doorbell id, none
@@ -14,7 +17,9 @@
 //   ibv_detach_mcast (detach_groups); DeviceTable's lock across opening a
 //   device. Never across GET_EVENT or EventTally::wait: both may wait on the
 //   application.
-// - Lock-free: an id's extras pointer, installed once by compare-and-swap
+// - Lock-free: finding an id or a channel from its public pointer
+//   (StablePool::find: a range check and a compare-and-swap on the slot's
+//   count); an id's extras pointer, installed once by compare-and-swap
 //   (CmId::extras) and never replaced until ~CmId; code that only undoes or
 //   reads (teardown, leave, query, the connection calls) peeks at it and
 //   makes nothing when it is absent.
@@ -24,8 +29,9 @@
 //   and the extras' connect_data and ep_qp_attr). The application owns an
 //   id and must not race calls on it, except a destroy against a reader of
 //   its channel, which shared ownership and the tallies make safe. What such
-//   a reader does read while another thread changes it is atomic: channel
-//   (std::atomic_load/store), sync, listening, destroying, user_reported.
+//   a reader does read while another thread changes it is atomic or locked:
+//   channel (channel_lock: channel_ref, swap_channel), channel_fd, sync,
+//   listening, destroying, user_reported.
 // - Ownership loops, broken by hand when an id is destroyed:
 //   CmIdExtras::groups <-> Multicast::id (forget_groups) and
 //   CmIdExtras::pending_events <-> UserEvent::id (cancel_user_events). Both

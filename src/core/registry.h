@@ -1,12 +1,14 @@
-// Live objects handed to the application, keyed by the public pointer.
+// Live objects by key: what the kernel names by a number or a uid that is not
+// an object's own address (ids made for connection requests, by kernel
+// handle; multicast groups; queued events' doorbells). Ids and channels, which
+// the application names by pointer, live in StablePools instead (see
+// stable_pool.h): validated by where they point, without a table.
 //
-// Every entry point validates the pointer it is given here before touching it,
-// so a stale, foreign or doubly freed handle yields EINVAL instead of a crash.
-// Lookups hand out shared ownership: an object stays alive while a call that
-// found it is still running, even if another thread destroys it meanwhile.
+// A stale, foreign or doubly freed key finds nothing. Lookups hand out shared
+// ownership: an object stays alive while a call that found it is still
+// running, even if another thread removes it meanwhile.
 //
-// Cost matters: every call and every event goes through a lookup or two. A
-// table is an open-addressed array (linear probing with backward-shift
+// A table is an open-addressed array (linear probing with backward-shift
 // removal, no allocation per entry, never shrinks) behind a LeafLock held for
 // a probe and a reference count: no system call, no pthread mutex, a handful
 // of instructions when uncontended.
