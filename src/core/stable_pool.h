@@ -21,6 +21,7 @@
 // a count of 0, so nobody reads an object being destroyed or built.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstddef>
@@ -207,13 +208,15 @@ class StablePool {
   // The slots live in one range of address space reserved on first use
   // (PROT_NONE: no memory, nothing counted against overcommit), made
   // readable and writable 64 KiB at a time as slots are needed, never given
-  // back. 4 GiB is room for eight million objects of 500 bytes; where the
-  // address space is limited (RLIMIT_AS) a smaller range is taken.
+  // back. Room for eight million objects (at most 4 GiB: an id's 512-byte
+  // slots); where the address space is limited (RLIMIT_AS) a smaller range
+  // is taken.
   void grow() {
     constexpr size_t kStep = size_t(64) << 10;
+    constexpr size_t kReserve = std::min(size_t(1) << 32, std::bit_ceil(sizeof(Slot)) << 23);
     Slot* base = base_.load(std::memory_order_relaxed);
     if (!base) {
-      for (size_t want = size_t(1) << 32; !base && want >= kStep * 16; want /= 2) {
+      for (size_t want = kReserve; !base && want >= kStep * 16; want /= 2) {
         void* m = ::mmap(nullptr, want, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED) continue;
         base = static_cast<Slot*>(m);
