@@ -1,31 +1,20 @@
 // Event channels: creation, destruction, and the application's view of
 // their events (get and acknowledge).
-#include <unistd.h>
-
 #include <cerrno>
-#include <new>
 
 #include "core/cm.h"
 #include "core/device_table.h"
 #include "core/events.h"
 #include "core/id_state.h"
 #include "core/objects.h"
-#include "core/transport.h"
 
 namespace rdmacm::core {
 
 int create_channel(rdma_event_channel** out) {
-  int fd = transport().open_channel();
-  if (fd < 0) return fd;
+  int err = 0;
+  ChannelRef channel = private_channel(&err);
+  if (!channel) return err;
   DeviceTable::instance().prime();
-  ChannelRef channel;
-  try {
-    channel = Objects::channels().make();
-  } catch (const std::bad_alloc&) {
-    ::close(fd);
-    throw;
-  }
-  channel->pub.fd = fd;
   StablePool<EventChannel>::list(*channel);
   *out = &channel->pub;
   return 0;

@@ -25,7 +25,8 @@ socklen_t addr_len(const sockaddr* addr);
 // Port of an address, in network order; 0 for a family without ports.
 uint16_t port_of(const sockaddr* addr);
 
-// A new event channel of the library's own, for a synchronous id.
+// A new event channel, not listed: a synchronous id's own (or one that
+// rdma_create_event_channel then lists for the application).
 ChannelRef private_channel(int* err);
 
 // Re-reads the id's addresses, device, port and (on IB transports) GIDs.
