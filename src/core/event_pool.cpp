@@ -7,14 +7,10 @@
 #include <new>
 
 #include "core/leaf_lock.h"
+#include "core/slot_array.h"
 
 namespace rdmacm::core {
 namespace {
-
-// Slab k holds kFirst << k events, so a few slabs cover any load and the
-// range check in claim_event looks at a few at most.
-constexpr size_t kFirst = 16;
-constexpr int kSlabs = 32;
 
 class Pool {
  public:
@@ -39,45 +35,28 @@ class Pool {
   }
 
   Event* find(const rdma_cm_event* pub) const {
-    auto p = reinterpret_cast<uintptr_t>(pub);
-    int n = count_.load(std::memory_order_acquire);
-    for (int k = 0; k < n; ++k) {
-      Event* base = slabs_[k].load(std::memory_order_relaxed);
-      auto b = reinterpret_cast<uintptr_t>(base);
-      if (p < b || p - b >= (kFirst << k) * sizeof(Event)) continue;
-      Event* ev = &base[(p - b) / sizeof(Event)];
-      return &ev->pub == pub ? ev : nullptr;
-    }
-    return nullptr;
+    Event* ev = events_.containing(pub);
+    return ev && &ev->pub == pub ? ev : nullptr;
   }
 
   void for_each(const std::function<void(const Event&)>& f) const {
     std::lock_guard lock(lock_);
-    int n = count_.load(std::memory_order_relaxed);
-    for (int k = 0; k < n; ++k) {
-      const Event* base = slabs_[k].load(std::memory_order_relaxed);
-      for (size_t i = 0; i < (kFirst << k); ++i)
-        if (base[i].state.load(std::memory_order_acquire) == Event::kHandedOut) f(base[i]);
-    }
+    for (size_t i = 0, n = events_.size(); i < n; ++i)
+      if (events_[i].state.load(std::memory_order_acquire) == Event::kHandedOut) f(events_[i]);
   }
 
  private:
   void grow() {
-    int k = count_.load(std::memory_order_relaxed);
-    if (k == kSlabs) throw std::bad_alloc();
-    Event* slab = new Event[kFirst << k];  // never deleted (see event_pool.h)
-    for (size_t i = 0; i < (kFirst << k); ++i) {
-      slab[i].next_free = free_;
-      free_ = &slab[i];
+    auto [first, last] = events_.grow();
+    for (size_t i = last; i-- > first;) {
+      events_[i].next_free = free_;
+      free_ = &events_[i];
     }
-    slabs_[k].store(slab, std::memory_order_relaxed);
-    count_.store(k + 1, std::memory_order_release);  // find() sees the slab first
   }
 
   mutable LeafLock lock_;
   Event* free_ = nullptr;
-  std::atomic<Event*> slabs_[kSlabs] = {};
-  std::atomic<int> count_{0};
+  SlotArray<Event> events_;  // grown under lock_
 };
 
 constinit Pool pool;  // never destroyed: events may outlive main()

@@ -1,10 +1,10 @@
-// Where the event pump's Events live: slabs that are never given back to the
-// system (type-stable memory). rdma_ack_cm_event validates the pointer it is
-// given by where it points, without a table: inside a slab, at an Event's
-// start, and live (a state claimed once, atomically). An event in a steady
-// stream costs no malloc, no free, no reference count and no table lock. A
-// second acknowledgement, a pointer into an event and a foreign pointer (it
-// lies in no slab) get EINVAL; an old pointer whose slot holds a newer event
+// Where the event pump's Events live: a SlotArray (core/slot_array.h), never
+// given back to the system (type-stable memory). rdma_ack_cm_event validates
+// the pointer it is given by where it points, without a table: inside the
+// array, at an Event's start, and live (a state claimed once, atomically).
+// An event in a steady stream costs no malloc, no free, no reference count
+// and no table lock. A second acknowledgement, a pointer into an event and a
+// foreign pointer get EINVAL; an old pointer whose slot holds a newer event
 // names that event, as a reused address does with malloc. The price: memory
 // for the most events ever unacknowledged at once stays allocated (about 400
 // bytes each).

@@ -1,5 +1,5 @@
-// Type-stable storage for objects the application holds by pointer (ids):
-// one array of slots in address space reserved once, never given back to the
+// Type-stable storage for objects the application holds by pointer (ids,
+// channels): one SlotArray (core/slot_array.h), never given back to the
 // system, each slot a small header (a reference count and a "listed" flag)
 // that outlives the objects built and destroyed in it. A public pointer is
 // validated by where it points (inside the array, at a slot's object) and by
@@ -21,7 +21,6 @@
 // a count of 0, so nobody reads an object being destroyed or built.
 #pragma once
 
-#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstddef>
@@ -30,9 +29,9 @@
 #include <new>
 #include <utility>
 
-#include <sys/mman.h>
-
 #include "core/leaf_lock.h"
+#include "core/slot_array.h"
+
 
 namespace rdmacm::core {
 
@@ -157,10 +156,9 @@ class StablePool {
   // is held while f runs.
   template <typename F>
   void for_each(F&& f) const {
-    Slot* base = base_.load(std::memory_order_acquire);
-    size_t n = made_.load(std::memory_order_acquire);
+    size_t n = slots_.size();
     for (size_t i = 0; i < n; ++i) {
-      Slot* s = &base[i];
+      Slot* s = &slots_[i];
       uint32_t r = s->refs.load(std::memory_order_relaxed);
       bool got = false;
       while (r && !(got = s->refs.compare_exchange_weak(r, r + 1, std::memory_order_acquire,
@@ -185,16 +183,11 @@ class StablePool {
     return reinterpret_cast<Slot*>(reinterpret_cast<uintptr_t>(&obj) - offsetof(Slot, storage));
   }
 
-  // One range check and one division: the slots are one array in address
-  // space reserved once (see grow()).
   template <typename KeyOf>
   Slot* locate(const void* p, KeyOf key_of) const {
-    Slot* base = base_.load(std::memory_order_acquire);
-    size_t off = reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(base);
-    if (off >= made_.load(std::memory_order_acquire) * sizeof(Slot)) return nullptr;
-    Slot* s = &base[off / sizeof(Slot)];
+    Slot* s = slots_.containing(p);
     // Only an address is computed here, nothing is read from the object.
-    return key_of(*reinterpret_cast<T*>(s->storage)) == p ? s : nullptr;
+    return s && key_of(*reinterpret_cast<T*>(s->storage)) == p ? s : nullptr;
   }
 
   static void release(Slot* s) {
@@ -205,39 +198,14 @@ class StablePool {
     pool.push_free(s);
   }
 
-  // The slots live in one range of address space reserved on first use
-  // (PROT_NONE: no memory, nothing counted against overcommit), made
-  // readable and writable 64 KiB at a time as slots are needed, never given
-  // back. Room for eight million objects (at most 4 GiB: an id's 512-byte
-  // slots); where the address space is limited (RLIMIT_AS) a smaller range
-  // is taken.
   void grow() {
-    constexpr size_t kStep = size_t(64) << 10;
-    constexpr size_t kReserve = std::min(size_t(1) << 32, std::bit_ceil(sizeof(Slot)) << 23);
-    Slot* base = base_.load(std::memory_order_relaxed);
-    if (!base) {
-      for (size_t want = kReserve; !base && want >= kStep * 16; want /= 2) {
-        void* m = ::mmap(nullptr, want, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED) continue;
-        base = static_cast<Slot*>(m);
-        reserved_ = want;
-      }
-      if (!base) throw std::bad_alloc();
-      base_.store(base, std::memory_order_release);
-    }
-    if (committed_ + kStep > reserved_ ||
-        ::mprotect(reinterpret_cast<char*>(base) + committed_, kStep, PROT_READ | PROT_WRITE))
-      throw std::bad_alloc();
-    committed_ += kStep;
-    size_t n = made_.load(std::memory_order_relaxed);
-    size_t fit = committed_ / sizeof(Slot);
-    for (size_t i = fit; i-- > n;) {  // the lowest addresses come out first
-      Slot* s = new (&base[i]) Slot;
+    auto [first, last] = slots_.grow();
+    for (size_t i = last; i-- > first;) {  // the lowest addresses come out first
+      Slot* s = &slots_[i];
       s->next_free = free_;
       free_ = s;
       if (!last_free_) last_free_ = s;
     }
-    made_.store(fit, std::memory_order_release);  // locate() sees built headers
   }
 
   // Freed slots queue up behind the others (first in, first out), so that a
@@ -252,10 +220,7 @@ class StablePool {
   mutable LeafLock lock_;
   Slot* free_ = nullptr;       // the next slot to use (lock_)
   Slot* last_free_ = nullptr;  // the last (lock_)
-  size_t reserved_ = 0;   // bytes of address space (lock_)
-  size_t committed_ = 0;  // of which readable and writable (lock_)
-  std::atomic<Slot*> base_{nullptr};
-  std::atomic<size_t> made_{0};  // slots built: base_[0, made_)
+  SlotArray<Slot> slots_;      // grown under lock_
 
   static StablePool instance_;
 };
