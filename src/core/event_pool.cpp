@@ -41,17 +41,17 @@ class Pool {
 
   void for_each(const std::function<void(const Event&)>& f) const {
     std::lock_guard lock(lock_);
-    for (size_t i = 0, n = events_.size(); i < n; ++i)
-      if (events_[i].state.load(std::memory_order_acquire) == Event::kHandedOut) f(events_[i]);
+    events_.for_each([&](const Event& ev) {
+      if (ev.state.load(std::memory_order_acquire) == Event::kHandedOut) f(ev);
+    });
   }
 
  private:
   void grow() {
-    auto [first, last] = events_.grow();
-    for (size_t i = last; i-- > first;) {
-      events_[i].next_free = free_;
-      free_ = &events_[i];
-    }
+    events_.grow([&](Event& ev) {
+      ev.next_free = free_;
+      free_ = &ev;
+    });
   }
 
   mutable LeafLock lock_;

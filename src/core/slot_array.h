@@ -1,14 +1,15 @@
-// One array of slots in address space reserved on first use (PROT_NONE: no
-// memory, nothing counted against overcommit), made readable and writable
-// 64 KiB at a time as slots are needed, never given back. What it is for:
-// memory whose slots never move and never go away, so that a pointer the
-// application hands back can be checked by where it points (one range check
-// and one division, no table) and a slot's header may be read even after
-// the object in it is gone. StablePool (ids, channels) and the event pool
-// keep their objects here.
+// Slots that never move and never go away: address space reserved in a few
+// regions (PROT_NONE: no memory, nothing counted against overcommit), made
+// readable and writable 64 KiB at a time as slots are needed, never given
+// back. What it is for: a pointer the application hands back is checked by
+// where it points (a range check and a division per region, no table; one
+// region holds 131,072 ids), and a slot's header may be read even after the
+// object in it is gone. StablePool (ids, channels) and the event pool keep
+// their objects here.
 //
-// Room for eight million slots (at most 4 GiB: an id's 512-byte slots);
-// where the address space is limited (RLIMIT_AS) a smaller range is taken.
+// Address space is taken modestly (the first region 64 MiB for ids and
+// events, 4 MiB for channels; each next one twice the last), since an
+// RLIMIT_AS counts reservations too.
 #pragma once
 
 #include <sys/mman.h>
@@ -19,7 +20,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
-#include <utility>
 
 // LeakSanitizer does not look inside our own mappings: the objects in the
 // slots hold the only pointers to what they own, so each committed step is
@@ -44,53 +44,88 @@ class SlotArray {
 
   // The slot whose bytes hold p; nullptr if p is not inside a built slot.
   Slot* containing(const void* p) const {
-    Slot* base = base_.load(std::memory_order_acquire);
-    size_t off = reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(base);
-    if (off >= made_.load(std::memory_order_acquire) * sizeof(Slot)) return nullptr;
-    return &base[off / sizeof(Slot)];
+    int n = count_.load(std::memory_order_acquire);
+    for (int k = 0; k < n; ++k) {
+      const Region& r = regions_[k];
+      Slot* base = r.base.load(std::memory_order_relaxed);  // stored before count_
+      size_t off = reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(base);
+      if (off < r.made.load(std::memory_order_acquire) * sizeof(Slot))
+        return &base[off / sizeof(Slot)];
+    }
+    return nullptr;
   }
 
-  // The slots built so far: [0, size()).
-  size_t size() const { return made_.load(std::memory_order_acquire); }
-  Slot& operator[](size_t i) const { return base_.load(std::memory_order_relaxed)[i]; }
-
-  // Commits one more step and builds its slots with Slot(); returns the
-  // indices of the new ones, [first, second). Throws std::bad_alloc, leaving
-  // the array as it was. Callers serialise their grows (their own lock).
-  std::pair<size_t, size_t> grow() {
-    constexpr size_t kStep = size_t(64) << 10;
-    constexpr size_t kReserve = std::min(size_t(1) << 32, std::bit_ceil(sizeof(Slot)) << 23);
-    static_assert(sizeof(Slot) <= kStep);
-    Slot* base = base_.load(std::memory_order_relaxed);
-    if (!base) {
-      for (size_t want = kReserve; !base && want >= kStep * 16; want /= 2) {
-        void* m = ::mmap(nullptr, want, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED) continue;
-        base = static_cast<Slot*>(m);
-        reserved_ = want;
-      }
-      if (!base) throw std::bad_alloc();
-      base_.store(base, std::memory_order_release);
+  // Calls f(Slot&) for every slot built so far.
+  template <typename F>
+  void for_each(F&& f) const {
+    int n = count_.load(std::memory_order_acquire);
+    for (int k = 0; k < n; ++k) {
+      Slot* base = regions_[k].base.load(std::memory_order_relaxed);
+      size_t made = regions_[k].made.load(std::memory_order_acquire);
+      for (size_t i = 0; i < made; ++i) f(base[i]);
     }
-    char* step = reinterpret_cast<char*>(base) + committed_;
-    if (committed_ + kStep > reserved_ || ::mprotect(step, kStep, PROT_READ | PROT_WRITE))
+  }
+
+  // Commits one more step, builds its slots with Slot() and calls
+  // fresh(Slot&) for each, lowest address first. Throws std::bad_alloc,
+  // leaving the array as it was. Callers serialise their grows (their lock).
+  template <typename F>
+  void grow(F&& fresh) {
+    int n = count_.load(std::memory_order_relaxed);
+    Region* r = n ? &regions_[n - 1] : nullptr;
+    if (!r || r->committed + kStep > r->reserved) r = reserve(n);
+    Slot* base = r->base.load(std::memory_order_relaxed);
+    char* step = reinterpret_cast<char*>(base) + r->committed;
+    if (::mprotect(step, kStep, PROT_READ | PROT_WRITE)) {
+      if (r == &regions_[n]) {  // new and unused: give it back
+        ::munmap(base, r->reserved);
+        r->base.store(nullptr, std::memory_order_relaxed);
+        r->reserved = 0;
+      }
       throw std::bad_alloc();
+    }
 #ifdef RDMACM_LSAN_ROOTS
     __lsan_register_root_region(step, kStep);
 #endif
-    committed_ += kStep;
-    size_t first = made_.load(std::memory_order_relaxed);
-    size_t last = committed_ / sizeof(Slot);
+    r->committed += kStep;
+    size_t first = r->made.load(std::memory_order_relaxed);
+    size_t last = r->committed / sizeof(Slot);
     for (size_t i = first; i < last; ++i) new (&base[i]) Slot;
-    made_.store(last, std::memory_order_release);  // containing() sees built slots
-    return {first, last};
+    r->made.store(last, std::memory_order_release);  // containing() sees built slots
+    if (r == &regions_[n]) count_.store(n + 1, std::memory_order_release);
+    for (size_t i = first; i < last; ++i) fresh(base[i]);
   }
 
  private:
-  std::atomic<Slot*> base_{nullptr};
-  std::atomic<size_t> made_{0};  // slots built
-  size_t reserved_ = 0;   // bytes of address space (grow's caller's lock)
-  size_t committed_ = 0;  // of which readable and writable (the same)
+  static constexpr size_t kStep = size_t(64) << 10;
+  static constexpr size_t kFirst = std::min(size_t(64) << 20, std::bit_ceil(sizeof(Slot)) << 17);
+  static constexpr int kRegions = 16;
+  static_assert(sizeof(Slot) <= kStep);
+
+  struct Region {
+    std::atomic<Slot*> base{nullptr};
+    std::atomic<size_t> made{0};  // slots built
+    size_t reserved = 0;   // bytes of address space (grow's caller's lock)
+    size_t committed = 0;  // of which readable and writable (the same)
+  };
+
+  // A new region after the n there are (not yet counted: grow publishes it
+  // with its first slots).
+  Region* reserve(int n) {
+    if (n == kRegions) throw std::bad_alloc();
+    for (size_t want = kFirst << n; want >= kStep; want /= 2) {
+      void* m = ::mmap(nullptr, want, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (m == MAP_FAILED) continue;
+      Region& r = regions_[n];
+      r.base.store(static_cast<Slot*>(m), std::memory_order_relaxed);
+      r.reserved = want;
+      return &r;
+    }
+    throw std::bad_alloc();
+  }
+
+  Region regions_[kRegions];
+  std::atomic<int> count_{0};
 };
 
 }  // namespace rdmacm::core

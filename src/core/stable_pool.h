@@ -156,18 +156,17 @@ class StablePool {
   // is held while f runs.
   template <typename F>
   void for_each(F&& f) const {
-    size_t n = slots_.size();
-    for (size_t i = 0; i < n; ++i) {
-      Slot* s = &slots_[i];
+    slots_.for_each([&](Slot& slot) {
+      Slot* s = &slot;
       uint32_t r = s->refs.load(std::memory_order_relaxed);
       bool got = false;
       while (r && !(got = s->refs.compare_exchange_weak(r, r + 1, std::memory_order_acquire,
                                                         std::memory_order_relaxed))) {
       }
-      if (!got) continue;
+      if (!got) return;
       PoolRef<T> ref(s, typename PoolRef<T>::Adopt{});
       if (s->listed.load(std::memory_order_acquire)) f(*ref);
-    }
+    });
   }
 
   size_t listed() const {
@@ -199,13 +198,7 @@ class StablePool {
   }
 
   void grow() {
-    auto [first, last] = slots_.grow();
-    for (size_t i = last; i-- > first;) {  // the lowest addresses come out first
-      Slot* s = &slots_[i];
-      s->next_free = free_;
-      free_ = s;
-      if (!last_free_) last_free_ = s;
-    }
+    slots_.grow([&](Slot& s) { push_free(&s); });
   }
 
   // Freed slots queue up behind the others (first in, first out), so that a

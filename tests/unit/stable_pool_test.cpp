@@ -101,6 +101,33 @@ TEST(StablePoolTest, GrowsAndKeepsEveryObjectFindable) {
   EXPECT_EQ(pool.listed(), listed - 2000);
 }
 
+// 32 KiB slots (only their first bytes ever touched): the first 64 MiB
+// region holds 2,048, so 2,100 objects need a second region.
+struct Big {
+  int pub = 0;
+  char pad[32000];
+};
+
+TEST(StablePoolTest, ASecondRegionIsSearchedToo) {
+  auto& pool = StablePool<Big>::get();
+  auto key = [](const Big& b) { return static_cast<const void*>(&b.pub); };
+  std::vector<PoolRef<Big>> all;
+  for (int i = 0; i < 2100; ++i) {
+    all.push_back(pool.make());
+    all.back()->pub = i;
+    StablePool<Big>::list(*all.back());
+  }
+  EXPECT_EQ(pool.listed(), 2100u);
+  for (int i : {0, 2047, 2048, 2099}) {
+    PoolRef<Big> f = pool.find(&all[i]->pub, key);
+    ASSERT_TRUE(f) << i;
+    EXPECT_EQ(f->pub, i);
+  }
+  EXPECT_FALSE(pool.find(all[2099]->pad, key));
+  for (auto& b : all) StablePool<Big>::unlist(*b);
+  EXPECT_EQ(pool.listed(), 0u);
+}
+
 TEST(StablePoolTest, FindersRacingTheLastReleaseSeeLiveObjectsOnly) {
   auto& pool = StablePool<Thing>::get();
   constexpr int kKeys = 64;
