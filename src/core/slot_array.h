@@ -43,16 +43,11 @@ class SlotArray {
   constexpr SlotArray() = default;
 
   // The slot whose bytes hold p; nullptr if p is not inside a built slot.
+  // The first region is looked at first, inline (where nearly every program
+  // finds all of its slots).
   Slot* containing(const void* p) const {
-    int n = count_.load(std::memory_order_acquire);
-    for (int k = 0; k < n; ++k) {
-      const Region& r = regions_[k];
-      Slot* base = r.base.load(std::memory_order_relaxed);  // stored before count_
-      size_t off = reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(base);
-      if (off < r.made.load(std::memory_order_acquire) * sizeof(Slot))
-        return &base[off / sizeof(Slot)];
-    }
-    return nullptr;
+    if (Slot* s = in(regions_[0], p)) return s;
+    return count_.load(std::memory_order_relaxed) > 1 ? in_later(p) : nullptr;
   }
 
   // Calls f(Slot&) for every slot built so far.
@@ -61,7 +56,7 @@ class SlotArray {
     int n = count_.load(std::memory_order_acquire);
     for (int k = 0; k < n; ++k) {
       Slot* base = regions_[k].base.load(std::memory_order_relaxed);
-      size_t made = regions_[k].made.load(std::memory_order_acquire);
+      size_t made = regions_[k].built.load(std::memory_order_acquire) / sizeof(Slot);
       for (size_t i = 0; i < made; ++i) f(base[i]);
     }
   }
@@ -88,10 +83,11 @@ class SlotArray {
     __lsan_register_root_region(step, kStep);
 #endif
     r->committed += kStep;
-    size_t first = r->made.load(std::memory_order_relaxed);
+    size_t first = r->built.load(std::memory_order_relaxed) / sizeof(Slot);
     size_t last = r->committed / sizeof(Slot);
     for (size_t i = first; i < last; ++i) new (&base[i]) Slot;
-    r->made.store(last, std::memory_order_release);  // containing() sees built slots
+    // containing() sees built slots only
+    r->built.store(last * sizeof(Slot), std::memory_order_release);
     if (r == &regions_[n]) count_.store(n + 1, std::memory_order_release);
     for (size_t i = first; i < last; ++i) fresh(base[i]);
   }
@@ -103,8 +99,8 @@ class SlotArray {
   static_assert(sizeof(Slot) <= kStep);
 
   struct Region {
-    std::atomic<Slot*> base{nullptr};
-    std::atomic<size_t> made{0};  // slots built
+    std::atomic<Slot*> base{nullptr};  // stored before the region is counted
+    std::atomic<size_t> built{0};  // bytes of slots built (a multiple of sizeof(Slot))
     size_t reserved = 0;   // bytes of address space (grow's caller's lock)
     size_t committed = 0;  // of which readable and writable (the same)
   };
@@ -122,6 +118,21 @@ class SlotArray {
       return &r;
     }
     throw std::bad_alloc();
+  }
+
+  static Slot* in(const Region& r, const void* p) {
+    // built first: it is 0 until base is set and stored after it (release),
+    // so a non-zero built comes with base.
+    size_t built = r.built.load(std::memory_order_acquire);
+    Slot* base = r.base.load(std::memory_order_relaxed);
+    size_t off = reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(base);
+    return off < built ? &base[off / sizeof(Slot)] : nullptr;
+  }
+  Slot* in_later(const void* p) const {
+    int n = count_.load(std::memory_order_acquire);
+    for (int k = 1; k < n; ++k)
+      if (Slot* s = in(regions_[k], p)) return s;
+    return nullptr;
   }
 
   Region regions_[kRegions];
