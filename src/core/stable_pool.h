@@ -32,7 +32,6 @@
 #include "core/leaf_lock.h"
 #include "core/slot_array.h"
 
-
 namespace rdmacm::core {
 
 template <typename T>
