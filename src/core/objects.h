@@ -229,9 +229,9 @@ struct UserEvent {
 };
 
 // An rdma_cm_event handed to the application; owns its private data copy.
-// Lives in core/event_pool.cpp's slabs, reused, never freed.
+// Lives in core/event_pool.cpp's slot array, reused, never freed.
 struct Event {
-  // User-provided, so that a slab is not zeroed first (only what the kernel
+  // User-provided, so that a slot is not zeroed first (only what the kernel
   // sent is ever read from private_data).
   Event() {}
 

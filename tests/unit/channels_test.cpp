@@ -94,10 +94,10 @@ TEST_F(CmTest, AckRejectsForeignEvents) {
   EXPECT_FAILS_WITH(rdma_ack_cm_event(nullptr), EINVAL);
 }
 
-// Events live in slabs that are reused (core/event_pool.h): a pointer into
+// Events live in slots that are reused (core/event_pool.h): a pointer into
 // an event's middle, a pointer to a slot recycled for a later event after a
-// double ack, and hundreds outstanding at once (several slabs) must all be
-// told apart.
+// double ack, and hundreds outstanding at once (several 64 KiB steps of the
+// slot array) must all be told apart.
 TEST_F(CmTest, AckTellsEventsApartFromPointersIntoThem) {
   rdma_cm_id* id = nullptr;
   ASSERT_EQ(rdma_create_id(channel, &id, this, RDMA_PS_TCP), 0);
