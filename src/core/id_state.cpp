@@ -1,7 +1,6 @@
 #include "core/id_state.h"
 
 #include <infiniband/ib.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -66,17 +65,11 @@ uint16_t port_of(const sockaddr* sa) {
 }
 
 ChannelRef private_channel(int* err) {
+  ChannelRef ch = Objects::channels().make();  // throws std::bad_alloc: nothing opened yet
   int fd = transport().open_channel();
   if (fd < 0) {
     *err = fd;
-    return nullptr;
-  }
-  ChannelRef ch;
-  try {
-    ch = Objects::channels().make();
-  } catch (const std::bad_alloc&) {
-    ::close(fd);
-    throw;
+    return nullptr;  // ch goes back with no fd (-1)
   }
   ch->pub.fd = fd;
   return ch;

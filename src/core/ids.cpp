@@ -150,7 +150,7 @@ int migrate(CmId& id, const ChannelRef& to) {
   if ((err = transport().migrate_id(target->pub.fd, id.handle, id.fd(), &reported)))
     return err;
   if (id.sync) ack_stored_event(id);
-  ChannelRef old = id.swap_channel(std::move(target));  // see CmId::fd()
+  id.swap_channel(std::move(target));  // see CmId::fd(); the old channel goes after its lock
   id.sync = !to;
   if (id.sync)
     cancel_user_events(id);  // nobody reads a synchronous id's channel

@@ -138,12 +138,7 @@ class StablePool {
   template <typename KeyOf>
   PoolRef<T> find(const void* p, KeyOf key_of) const {
     Slot* s = locate(p, key_of);
-    if (!s) return nullptr;
-    uint32_t r = s->refs.load(std::memory_order_relaxed);
-    do {
-      if (r == 0) return nullptr;  // free, or being destroyed
-    } while (!s->refs.compare_exchange_weak(r, r + 1, std::memory_order_acquire,
-                                            std::memory_order_relaxed));
+    if (!s || !try_ref(s)) return nullptr;
     PoolRef<T> ref(s, typename PoolRef<T>::Adopt{});
     if (!s->listed.load(std::memory_order_acquire)) return nullptr;
     // A slot reused between locate() and the count names the new object:
@@ -155,16 +150,10 @@ class StablePool {
   // is held while f runs.
   template <typename F>
   void for_each(F&& f) const {
-    slots_.for_each([&](Slot& slot) {
-      Slot* s = &slot;
-      uint32_t r = s->refs.load(std::memory_order_relaxed);
-      bool got = false;
-      while (r && !(got = s->refs.compare_exchange_weak(r, r + 1, std::memory_order_acquire,
-                                                        std::memory_order_relaxed))) {
-      }
-      if (!got) return;
-      PoolRef<T> ref(s, typename PoolRef<T>::Adopt{});
-      if (s->listed.load(std::memory_order_acquire)) f(*ref);
+    slots_.for_each([&](Slot& s) {
+      if (!try_ref(&s)) return;
+      PoolRef<T> ref(&s, typename PoolRef<T>::Adopt{});
+      if (s.listed.load(std::memory_order_acquire)) f(*ref);
     });
   }
 
@@ -179,6 +168,17 @@ class StablePool {
 
   static Slot* slot_of(const T& obj) {
     return reinterpret_cast<Slot*>(reinterpret_cast<uintptr_t>(&obj) - offsetof(Slot, storage));
+  }
+
+  // Takes a reference if the slot's object is alive (its count is not 0:
+  // nobody counts up from 0, so nobody sees an object built or destroyed).
+  static bool try_ref(Slot* s) {
+    uint32_t r = s->refs.load(std::memory_order_relaxed);
+    do {
+      if (r == 0) return false;  // free, or being destroyed
+    } while (!s->refs.compare_exchange_weak(r, r + 1, std::memory_order_acquire,
+                                            std::memory_order_relaxed));
+    return true;
   }
 
   template <typename KeyOf>
