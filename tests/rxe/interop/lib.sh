@@ -43,14 +43,21 @@ peer_exit_race() {
 	echo "    FORGIVEN (known peer race): $RACE"
 }
 
-# qperf_listen_race DIR: 0 (and RACE := a description) if the qperf case whose
-# logs are in DIR failed with qperf's own race: its server child sends the
-# port it bound before it calls rdma_listen, and a quick client's connect
-# request in between is rejected (no listener). See README.md; seen with
-# rdma-core's library on both sides too. The case is run once more then.
-qperf_listen_race() {
-	grep -q '^unexpected event from RDMA CM: Event rejected' "$1/client.out" 2>/dev/null || return 1
-	RACE="qperf's client was rejected: its server child had not called rdma_listen yet (qperf's own race, README.md)"
+# listen_race TOOL DIR: 0 (and RACE := a description) if the case whose logs
+# are in DIR failed with its tool's own race: the server tells the client
+# where to connect before it calls rdma_listen, and a quick client's connect
+# request in between is rejected (no listener). qperf: its server child sends
+# the port it bound; ib_send_bw -R: after the control connection its server
+# makes a new listener for the data connections, and rdma-core 44's client,
+# rejected with status 8, crashes in perftest's retry. See README.md. The
+# case is run once more then.
+listen_race() {
+	case $1 in
+	qperf) grep -q '^unexpected event from RDMA CM: Event rejected' "$2/client.out" 2>/dev/null ;;
+	ib_send_bw) grep -q '^Event: RDMA_CM_EVENT_REJECTED; error: 8\.' "$2/client.err" 2>/dev/null ;;
+	*) false ;;
+	esac || return 1
+	RACE="$1's client was rejected: its server had not called rdma_listen yet ($1's own race, README.md)"
 }
 
 # Prints the last $2 lines of file $1 (long lines cut), indented, under a title.

@@ -489,7 +489,7 @@ finish_case() {
 	fi
 
 	secs=${SECS:-$(secs_since "$T0")s}
-	if [ -n "$WHY" ] && [ "$TOOL" = qperf ] && [ "$RETRY" = allowed ] && qperf_listen_race "$DIR"; then
+	if [ -n "$WHY" ] && [ "$RETRY" = allowed ] && listen_race "$TOOL" "$DIR"; then
 		RETRY=now
 		echo "RETRY $TOOL $MODE${ARGS:+ $ARGS} ($secs): $RACE; once more"
 		return
