@@ -18,7 +18,10 @@ if [ "${2-}" = --deb ]; then
   [ -z "$outside" ] || { echo "FAIL: files outside ${prefix#"$work/root"}:"; echo "$outside"; exit 1; }
   depends=$(dpkg-deb -f "$deb" Depends)
   grep -q librdmacm <<<"$depends" && { echo "FAIL: the package depends on rdma-core's library: $depends"; exit 1; }
-  dpkg-deb --ctrl-tarfile "$deb" | tar -t | grep -qx './postinst' || { echo "FAIL: no postinst"; exit 1; }
+  # The list first: grep -q stops reading at its match, and under pipefail
+  # tar's SIGPIPE would then fail the check now and then.
+  control=$(dpkg-deb --ctrl-tarfile "$deb" | tar -t)
+  grep -qx './postinst' <<<"$control" || { echo "FAIL: no postinst"; exit 1; }
   echo "package: one prefix ${prefix#"$work/root"}, Depends: $depends"
 else
   prefix=$work/prefix
