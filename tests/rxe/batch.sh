@@ -1,10 +1,43 @@
-#!/bin/sh
+#!/bin/bash
 # Runs each argument as a command (in one VM boot), reports each, and fails if
 # any failed, so one broken check does not hide the others.
-failed=0
+#
+# The rerun rule for GoogleTest binaries (a command whose output has gtest's
+# "[  FAILED  ] Suite.Test" lines): the failed tests are run once more at
+# once, by --gtest_filter, and the second verdict counts; each prints
+# `FLAKY batch <Suite.Test>: <first failure>`. Never after a sanitizer report
+# or a signal (the binaries run on our library), never for a command that is
+# not a GoogleTest binary (the harnesses among them rerun their own cases).
+set -u
+SANITIZER_RE='ERROR: (Address|Leak|Memory)Sanitizer|WARNING: ThreadSanitizer|runtime error: |SUMMARY: UndefinedBehaviorSanitizer'
+failed=0 flaky=0
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
 for cmd in "$@"; do
-  echo "=== $cmd"
-  if sh -c "$cmd"; then echo "=== PASS: $cmd"; else echo "=== FAIL ($?): $cmd"; failed=$((failed + 1)); fi
+	echo "=== $cmd"
+	bash -c "$cmd" 2>&1 | tee "$out"
+	rc=${PIPESTATUS[0]}
+	if [ "$rc" != 0 ] && [ "$rc" -lt 128 ] && ! grep -Eq -- "$SANITIZER_RE" "$out"; then
+		# gtest prints each failed test twice (as it ends and in the summary).
+		tests=$(sed -n 's/^\[  FAILED  \] \([A-Za-z0-9_/]*\.[A-Za-z0-9_/]*\)\( (.*\)\{0,1\}$/\1/p' "$out" | sort -u)
+		if [ -n "$tests" ]; then
+			for t in $tests; do
+				# The first line of its failure: gtest prints the failure's
+				# text, then the test's FAILED line.
+				first=$(awk -v t="$t" '
+					/^\[  FAILED  \] / { if (index($0, "] " t " (") || $0 == "[  FAILED  ] " t) { print w; exit } w = ""; next }
+					w == "" && /Failure|error|Expected|Value of|Which is/ { w = substr($0, 1, 160) }' "$out")
+				echo "FLAKY batch $t: ${first:-failed}"
+				flaky=$((flaky + 1))
+			done
+			filter=$(echo $tests | tr ' ' ':')
+			echo "=== once more: $cmd --gtest_filter=$filter"
+			bash -c "$cmd --gtest_filter='$filter'" 2>&1 | tee "$out"
+			rc=${PIPESTATUS[0]}
+		fi
+	fi
+	if [ "$rc" = 0 ]; then echo "=== PASS: $cmd"; else echo "=== FAIL ($rc): $cmd"; failed=$((failed + 1)); fi
 done
+[ "$flaky" = 0 ] || echo "=== $flaky GoogleTest cases needed a rerun (FLAKY lines above)"
 echo "=== $# commands, $failed failed"
 [ "$failed" = 0 ]

@@ -16,6 +16,9 @@
 #                    libpath         server and client with LD_LIBRARY_PATH=<dir of ours>
 #                    mixed-srv-ours  server LD_PRELOAD=<ours>, client on the system library
 #                    mixed-cli-ours  server on the system library, client LD_PRELOAD=<ours>
+#   --libpath-only REGEX  run the libpath mode only for the cases whose
+#                  "tool args" matches REGEX (the loader finds the library the
+#                  same way for every case of a tool: one case per tool shows it)
 #   --only REGEX   run the cases whose "tool args" matches REGEX (grep -E)
 #   --except REGEX skip the cases whose "tool args" matches REGEX
 #   --strace       run our side under strace -f (openat, write, ioctl, poll...);
@@ -57,7 +60,7 @@ REPO=$(cd "$HERE/../../.." && pwd)
 OURS=$REPO/build/src/librdmacm.so.1
 SYSLIB=${RDMACM_SYSTEM_LIB:-/usr/lib/x86_64-linux-gnu/librdmacm.so.1}
 MODES=preload,libpath,mixed-srv-ours,mixed-cli-ours
-ONLY='' EXCEPT='' STRACE=0 KEEP=0 LOGROOT='' SCALE=100 VERBOSE=0 LIST=0 REFERENCE=0 DEADLINE=0 SAVE='' FIRST=''
+ONLY='' EXCEPT='' LIBPATH_ONLY='' STRACE=0 KEEP=0 LOGROOT='' SCALE=100 VERBOSE=0 LIST=0 REFERENCE=0 DEADLINE=0 SAVE='' FIRST=''
 
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -67,6 +70,7 @@ while [ $# -gt 0 ]; do
 	--modes) MODES=$2; shift ;;
 	--only) ONLY=$2; shift ;;
 	--except) EXCEPT=$2; shift ;;
+	--libpath-only) LIBPATH_ONLY=$2; shift ;;
 	--strace) STRACE=1 ;;
 	--keep) KEEP=1 ;;
 	--logdir) LOGROOT=$2; shift ;;
@@ -107,7 +111,7 @@ CASES=(
 	# One test per qperf client: see README.md (qperf's own race on a second test).
 	"qperf|-cm1 -t 2 rc_lat"
 	"qperf|-cm1 -t 2 rc_bw"
-	# rsockets (rxe.rsocket runs these and riostream's, rxe.interop the others): rstream's
+	# rsockets: rstream's
 	# bandwidth/latency run (-S all: sizes from 64 B up), blocking, non-blocking,
 	# poll-driven (async), data verified, small buffers, keepalive set,
 	# addresses resolved through rdma_getaddrinfo; rcopy a 4 MiB file.
@@ -344,11 +348,15 @@ case_setup() {
 	define_case "$TOOL" "$ARGS" "$PORT" || exit 2
 }
 
-# client_status STATUS: records a failure of the client in WHY.
+# client_status STATUS: records a failure of the client in WHY (and its status
+# in client.rc, for known_race).
 client_status() {
 	local ct
 	ct=$(tmo "$CT")
-	if [ "$1" = 124 ] || [ "$1" = 137 ]; then
+	echo "$1" > "$DIR/client.rc"
+	if is_signal "$1" && [ "$CLI_SIDE" != sys ]; then
+		WHY="${WHY:+$WHY; }client killed by signal $(($1 - 128)) on our library"
+	elif [ "$1" = 124 ] || [ "$1" = 137 ]; then
 		WHY="${WHY:+$WHY; }client timed out after ${ct}s (status $1)"
 	elif [ "$1" != 0 ]; then
 		WHY="${WHY:+$WHY; }client exit status $1"
@@ -369,7 +377,11 @@ server_status() {
 	fi
 	if [ "$DEFER" = 1 ]; then grace=$(tmo "$CT"); elif [ -z "$WHY" ]; then grace=$(tmo 15); else grace=2; fi
 	if wait_exit "$SPID" "$grace"; then
-		if [ "$WAIT_RC" != 0 ] && [ -z "$WHY" ]; then
+		echo "$WAIT_RC" > "$DIR/server.rc"
+		! peer_exit_race "$TOOL" "$WAIT_RC" "$DIR/server.err" "$TOOL $MODE $ARGS (server)" || WAIT_RC=0
+		if [ "$WAIT_RC" != 0 ] && is_signal "$WAIT_RC" && [ "$SRV_SIDE" != sys ]; then
+			WHY="${WHY:+$WHY; }server killed by signal $((WAIT_RC - 128)) on our library"
+		elif [ "$WAIT_RC" != 0 ] && [ -z "$WHY" ]; then
 			if [ "$WAIT_RC" = 124 ] || [ "$WAIT_RC" = 137 ]; then WHY="server timed out"; else WHY="server exit status $WAIT_RC"; fi
 		fi
 		PH+=", server done $(secs_since "$T0")s"
@@ -411,7 +423,7 @@ run_case() {
 		if [ "$DEFER" = 0 ]; then
 			"${CMD[@]}" > "$DIR/client.out" 2> "$DIR/client.err" < /dev/null
 			rc=$?
-			! peer_exit_race "$TOOL" "$rc" "$DIR/client.err" || rc=0
+			! peer_exit_race "$TOOL" "$rc" "$DIR/client.err" "$TOOL $MODE $ARGS (client)" || rc=0
 			client_status "$rc"
 			PH+=", client $(secs_since "$tc")s"
 			server_status
@@ -441,6 +453,7 @@ finish_deferred() {
 	local d cpid tc secs runs=$RUN
 	for d in "${DEFERRED[@]}"; do
 		IFS='|' read -r cpid tc secs TOOL MODE RUN T0 D0 PH ARGS <<< "$d"
+		RETRY=no  # its server is gone: the client's exit is judged once
 		case_setup "$TOOL" "$ARGS" "$MODE" "$RUN" "$T0" "$D0"
 		WHY='' SPID=''  # the server has been waited for
 		# Its time limit (timeout) ends it anyway: this wait is only a bound.
@@ -489,9 +502,10 @@ finish_case() {
 	fi
 
 	secs=${SECS:-$(secs_since "$T0")s}
-	if [ -n "$WHY" ] && [ "$RETRY" = allowed ] && listen_race "$TOOL" "$DIR"; then
+	if [ -n "$WHY" ] && [ "$RETRY" = allowed ] &&
+		judge_rerun interop "$TOOL $MODE${ARGS:+ $ARGS} ($secs)" "$WHY" "$DIR" "$TOOL" "$MODE" "$ARGS"; then
 		RETRY=now
-		echo "RETRY $TOOL $MODE${ARGS:+ $ARGS} ($secs): $RACE; once more"
+		FAILED_DIRS+=("$DIR")
 		return
 	fi
 	if [ -z "$WHY" ]; then
@@ -522,6 +536,10 @@ finish_case() {
 # --- main ----------------------------------------------------------------------------
 
 IFS=, read -r -a mode_list <<< "$MODES"
+# skip_mode CASE MODE: 0 if --libpath-only leaves MODE out for CASE.
+skip_mode() {
+	[ "$2" = libpath ] && [ -n "$LIBPATH_ONLY" ] && ! grep -Eq -- "$LIBPATH_ONLY" <<< "${1%%|*} ${1#*|}"
+}
 selected=()
 for c in "${CASES[@]}"; do
 	if [ -n "$EXCEPT" ] && grep -Eq -- "$EXCEPT" <<< "${c%%|*} ${c#*|}"; then continue; fi
@@ -530,7 +548,9 @@ done
 if [ "$LIST" = 1 ]; then
 	for c in "${selected[@]}"; do
 		args=${c#*|}
-		for m in "${mode_list[@]}"; do echo "${c%%|*} $m${args:+ $args}"; done
+		for m in "${mode_list[@]}"; do
+			skip_mode "$c" "$m" || echo "${c%%|*} $m${args:+ $args}"
+		done
 	done
 	exit 0
 fi
@@ -570,6 +590,7 @@ T_ALL=$(now_us)
 for c in "${selected[@]}"; do
 	args=${c#*|}
 	for m in "${mode_list[@]}"; do
+		! skip_mode "$c" "$m" || continue
 		if [ "$DEADLINE" != 0 ] && (($(now_us) - T_ALL > DEADLINE * 1000000)); then
 			n="${c%%|*} $m${args:+ $args}"
 			FAILED=$((FAILED + 1))
@@ -595,6 +616,6 @@ if [ -n "$SAVE" ] && mkdir -p "$SAVE"; then
 	[ "${#FAILED_DIRS[@]}" = 0 ] || echo "interop: logs of the failed cases copied to $SAVE"
 fi
 if [ "$FAILED" = 0 ] && [ "$KEEP" = 0 ]; then rm -rf "$LOGROOT"; fi
-[ "$FORGIVEN" = 0 ] || echo "interop: forgave $FORGIVEN known peer races (FORGIVEN lines above)"
+rerun_summary interop
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" = 0 ]

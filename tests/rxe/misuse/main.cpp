@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
   }
 
   bool reference = std::getenv("RDMACM_REFERENCE") != nullptr;
-  int passed = 0, failed = 0;
+  int passed = 0, failed = 0, flaky = 0;
   std::vector<size_t> todo;
   for (size_t i = 0; i < rows.size(); ++i)
     if (only.empty() || rows[i].name.find(only) != std::string::npos) todo.push_back(i);
@@ -163,6 +163,16 @@ int main(int argc, char** argv) {
       }
       std::string want = reference ? (ref.count(r.name) ? ref[r.name] : "unmeasured") : r.ours;
       bool ok = want == "any" || got == want;
+      if (!ok && (reference || got.rfind("SIG", 0) != 0)) {
+        // The rerun rule (tests/rxe/interop/lib.sh): a wrong answer runs once
+        // more at once, and the second counts; never after a signal in a
+        // process on our library.
+        std::printf("FLAKY misuse %s: got %s, want %s\n", r.name.c_str(), got.c_str(), want.c_str());
+        ++flaky;
+        Child again = start(r, c.row);
+        got = finish(again);
+        ok = got == want;
+      }
       (ok ? passed : failed)++;
       std::printf("%s %s: got %s, want %s\n", ok ? "PASS" : "FAIL", r.name.c_str(), got.c_str(),
                   want.c_str());
@@ -170,6 +180,7 @@ int main(int argc, char** argv) {
       break;
     }
   }
+  if (flaky) std::printf("misuse: %d FLAKY reruns (lines above)\n", flaky);
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

@@ -100,7 +100,7 @@ lo_bytes() { cat /sys/class/net/lo/statistics/tx_bytes; }
 
 # Builds CMD: "$@" as process ROLE ($1) under `timeout -k 2 $2`, preloaded,
 # LD_DEBUG=files into $DIR/ROLE.ld.<pid>, extra environment in EXTRA_ENV.
-build_cmd() {
+preload_cmd() {
 	local role=$1 t=$2 e
 	shift 2
 	local -a env=("LD_PRELOAD=$LIB" "LD_DEBUG=files" "LD_DEBUG_OUTPUT=$DIR/$role.ld" "${EXTRA_ENV[@]}")
@@ -148,7 +148,7 @@ srv() {
 	local role=$1 ready=$2 port=$3 t=$4 pid end p
 	shift 4
 	[ -z "$WHY" ] || return 1
-	build_cmd "$role" "$t" "$@"
+	preload_cmd "$role" "$t" "$@"
 	"${CMD[@]}" > "$DIR/$role.out" 2> "$DIR/$role.err" < /dev/null &
 	pid=$!
 	SRV_PID[$role]=$pid
@@ -193,7 +193,7 @@ cli() {
 	role=$1 t=$2
 	shift 2
 	[ -z "$WHY" ] || return 1
-	build_cmd "$role" "$t" "$@"
+	preload_cmd "$role" "$t" "$@"
 	"${CMD[@]}" > "${out:-$DIR/$role.out}" 2> "$DIR/$role.err" < "$in"
 	rc=$?
 	[ "$rc" = 0 ] || { why "$role: $(status_text "$rc" "$(tmo "$t")")"; return 1; }
@@ -359,7 +359,7 @@ case_redis() {
 
 # --- one case --------------------------------------------------------------------------
 
-PASSED=0 FAILED=0 XFAILED=0 RUN=0
+PASSED=0 FAILED=0 XFAILED=0 RUN=0 RERUN=no
 SUMMARY=() FAILED_DIRS=()
 
 # Every process of the case loaded the preload (and the librdmacm wanted).
@@ -419,6 +419,10 @@ run_case() {
 		else
 			verdict=XFAIL XFAILED=$((XFAILED + 1))
 		fi
+	elif [ -n "$WHY" ] && [ "$RERUN" = allowed ] && judge_rerun preload "$name (${secs}s)" "$WHY" "$DIR" - - -; then
+		RERUN=now KEEP=1
+		FAILED_DIRS+=("$DIR")
+		return
 	elif [ -n "$WHY" ]; then
 		verdict=FAIL FAILED=$((FAILED + 1))
 	else
@@ -476,7 +480,12 @@ trap 'echo "interrupted"; exit 130' INT TERM
 echo "preload: $LIB_REAL${RDMACM:+ on $RDMACM_REAL}"
 echo "preload: ${#selected[@]} cases on $RXE_DEV at $RXE_IP${XFAIL_RE:+; expected to fail: $XFAIL_RE}; logs in $LOGROOT"
 T_ALL=$(now_us)
-for c in "${selected[@]}"; do run_case "$c"; done
+# A case that failed in a way the rerun rule allows (lib.sh) runs once more.
+for c in "${selected[@]}"; do
+	RERUN=allowed
+	run_case "$c"
+	[ "$RERUN" != now ] || { RERUN=no; run_case "$c"; }
+done
 echo
 printf '%-6s %-16s %7s %9s %11s  %s\n' verdict case time 'rxe pkts' 'lo bytes' 'reason'
 printf '%s\n' "${SUMMARY[@]}"
@@ -487,5 +496,6 @@ if [ -n "$SAVE" ] && mkdir -p "$SAVE"; then
 	[ "${#FAILED_DIRS[@]}" = 0 ] || echo "preload: logs of the failed and XFAIL cases copied to $SAVE"
 fi
 if [ "$FAILED" = 0 ] && [ "$XFAILED" = 0 ] && [ "$KEEP" = 0 ]; then rm -rf "$LOGROOT"; fi
+rerun_summary preload
 echo "$PASSED passed, $FAILED failed, $XFAILED expected failures"
 [ "$FAILED" = 0 ]
