@@ -100,7 +100,8 @@ restart() {
 	kill -KILL $s
 	pkill -KILL -f "local_failures serve $port"
 	wait $s 2>/dev/null
-	sleep 3
+	# Restarted once the client has been refused while nothing listened.
+	wait_line "$LOG/reconnect.$WHO" '^REFUSED 1$' 60 || fail "restart: the client was not refused within 60 s of the kill"
 	run serve $port > "$LOG/serve2.$WHO" 2>&1 &
 	s=$!
 	wait $c
@@ -125,7 +126,8 @@ addr_change() {
 	mac=$(< "/sys/class/net/$NETDEV/address")
 	ip addr add "$ip/24" dev "$NETDEV" || { fail "ip addr add"; return; }
 	wait_gid $ip || fail "no GID for $ip"
-	run watch $ip 7430 14 > "$LOG/watch.$WHO" 2>&1 &
+	rm -f "$LOG/watch.stop.$WHO"
+	run watch $ip 7430 110 "$LOG/watch.stop.$WHO" > "$LOG/watch.$WHO" 2>&1 &
 	w=$!
 	wait_line "$LOG/watch.$WHO" READY 20 || fail "watch: not ready"
 	ip addr del "$ip/24" dev "$NETDEV"
@@ -136,10 +138,15 @@ addr_change() {
 	ip link set "$NETDEV" address 02:00:00:00:77:99 && echo "MAC changed to 02:00:00:00:77:99" || echo "MAC change refused"
 	sleep 3
 	ip link set "$NETDEV" address "$mac"
+	# Events come within milliseconds of a change; 3 s more for a late one,
+	# then the watch is told to stop (and says whether it was still watching).
+	sleep 3
+	touch "$LOG/watch.stop.$WHO"
 	wait "$w"
 	out=$(< "$LOG/watch.$WHO")
 	echo "$out"
 	ip addr del "$ip/24" dev "$NETDEV"
+	grep -q 'watch: .*until told to stop' <<< "$out" || fail "addr-change: the watch ended before the changes were done"
 	grep -q 'watch: 0 event(s)' <<< "$out" || fail "addr-change: events (Linux 6.1 gives none)"
 	echo "TABLE addr-change $WHO $(grep -o 'watch:.*' <<< "$out"); $(grep -o 'send after.*' <<< "$out")"
 }

@@ -6,8 +6,10 @@
 //   local_failures serve PORT               accept every connection, until killed
 //   local_failures reconnect PORT           connect; after DISCONNECTED, retry with
 //                                           new ids until one is ESTABLISHED again
-//   local_failures watch IP PORT SECONDS    ids bound, listening and connected on
-//                                           IP; print every event for SECONDS
+//   local_failures watch IP PORT SECONDS STOP_FILE
+//                                           ids bound, listening and connected on
+//                                           IP; print every event until STOP_FILE
+//                                           exists (SECONDS at most)
 //   local_failures removal PORT             ids bound, listening and connected;
 //                                           wait for DEVICE_REMOVAL on each, destroy
 //                                           everything, then stay alive 20 s
@@ -231,7 +233,11 @@ int reconnect(int port) {
       drop(n);
       return 0;
     }
-    if (r == RDMA_CM_EVENT_REJECTED) refused++;
+    if (r == RDMA_CM_EVENT_REJECTED) {
+      // local.sh restarts the server once it has seen this.
+      std::printf("REFUSED %d\n", ++refused);
+      std::fflush(stdout);
+    }
     drop(n);
     usleep(250000);
   }
@@ -280,8 +286,10 @@ Set make_set(const char* ip, int port) {
 }
 
 // Prints every event of the set's ids for `seconds`; returns how many came.
-// With stop_on_removal, returns once each id has had DEVICE_REMOVAL.
-int watch_set(Set& s, double seconds, bool stop_on_removal) {
+// With stop_on_removal, returns once each id has had DEVICE_REMOVAL; with a
+// stop_file, once that file exists (*stopped := true).
+int watch_set(Set& s, double seconds, bool stop_on_removal, const char* stop_file = nullptr,
+              bool* stopped = nullptr) {
   struct {
     const char* name;
     Id* id;
@@ -291,6 +299,10 @@ int watch_set(Set& s, double seconds, bool stop_on_removal) {
   int n = 0, removed = 0;
   double end = now() + seconds;
   while (now() < end) {
+    if (stop_file && access(stop_file, F_OK) == 0) {
+      *stopped = true;
+      break;
+    }
     std::vector<pollfd> p;
     for (auto& i : ids) p.push_back({i.id->ch->fd, POLLIN, 0});
     if (poll(p.data(), p.size(), 200) <= 0) continue;
@@ -349,14 +361,18 @@ void drop_set(Set& s) {
   drop(s.bound);
 }
 
-// watch: local.sh changes IP's address under the ids between READY and STEP lines.
-int watch(const char* ip, int port, int seconds) {
+// watch: local.sh changes IP's address under the ids after READY, then makes
+// STOP_FILE; SECONDS is only a bound (the result says which ended the watch,
+// so that a watch that ended before the changes were done cannot pass).
+int watch(const char* ip, int port, int seconds, const char* stop_file) {
   Set s = make_set(ip, port);
   t0 = now();
   std::printf("READY\n");
   std::fflush(stdout);
-  int n = watch_set(s, seconds, false);
-  std::printf("RESULT watch: %d event(s) in %d s\n", n, seconds);
+  bool stopped = false;
+  int n = watch_set(s, seconds, false, stop_file, &stopped);
+  std::printf("RESULT watch: %d event(s) in %.1f s, %s\n", n, t(),
+              stopped ? "until told to stop" : "TIME LIMIT REACHED before the changes were done");
   probe_send(s, "after the change");
   drop_set(s);
   return 0;
@@ -385,10 +401,11 @@ int main(int argc, char** argv) {
   if (mode == "resolve" && argc == 3) return resolve(argv[2]);
   if (mode == "serve" && argc == 3) return serve(std::atoi(argv[2]));
   if (mode == "reconnect" && argc == 3) return reconnect(std::atoi(argv[2]));
-  if (mode == "watch" && argc == 5) return watch(argv[2], std::atoi(argv[3]), std::atoi(argv[4]));
+  if (mode == "watch" && argc == 6)
+    return watch(argv[2], std::atoi(argv[3]), std::atoi(argv[4]), argv[5]);
   if (mode == "removal" && argc == 3) return removal(std::atoi(argv[2]));
   std::fprintf(stderr,
                "usage: local_failures resolve IP | serve PORT | reconnect PORT |"
-               " watch IP PORT SECONDS | removal PORT\n");
+               " watch IP PORT SECONDS STOP_FILE | removal PORT\n");
   return 2;
 }
