@@ -50,7 +50,13 @@ for mode in "${MODES[@]}"; do
 	env LD_LIBRARY_PATH="$LIBDIR" LD_DEBUG=bindings LD_DEBUG_OUTPUT="$TMP/srv" \
 		timeout -k 2 60 udpong -b "$ip" -p $port -T "$mode" >"$TMP/srv.out" 2>&1 &
 	srv=$!
-	sleep 0.5
+	# Ready once its port is bound: a datagram rsocket binds a kernel UDP
+	# socket of its own to its port at rbind (as rdma-core's does).
+	end=$((SECONDS + 30))
+	until ss -Hlun "sport = :$port" 2>/dev/null | grep -q .; do
+		kill -0 "$srv" 2>/dev/null && [ $SECONDS -lt $end ] || break
+		sleep 0.1
+	done
 	before=$(cat "$COUNTER")
 	env LD_LIBRARY_PATH="$LIBDIR" LD_DEBUG=bindings LD_DEBUG_OUTPUT="$TMP/cli" \
 		timeout -k 2 60 udpong -s "$ip" -p $port -T "$mode" -C $COUNT -S $SIZE >"$TMP/cli.out" 2>&1
