@@ -9,7 +9,8 @@ PACKAGES=(
   librdmacm-dev rdmacm-utils                 # rdma-core: the ABI reference and peer tools
   perftest qperf                             # peer tools for the interop tests (ib_send_bw, qperf)
   python3-pyelftools                         # DWARF reader for the ABI layout tests
-  mandoc groff-base                          # manual page lint
+  mandoc groff-base man-db                   # manual page lint; `man` for the installed manual
+  qemu-system-x86 busybox-static kmod cpio ibverbs-utils  # the Soft-RoCE VM (tests/vm/rxe-vm)
   clang libclang-rt-14-dev                   # libFuzzer targets (tests/fuzz)
   # ordinary socket programs run under the rsocket preload (tests/rxe/preload, bench/preload_programs.sh)
   netcat-traditional netcat-openbsd socat iperf3 memcached libmemcached-tools sockperf redis-server redis-tools
@@ -28,6 +29,14 @@ if [ ${#missing[@]} -gt 0 ]; then
     printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 755 "$policy" && own_policy=1
     trap '[ "$own_policy" = 0 ] || rm -f "$policy"' EXIT
   fi
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # On a freshly booted machine unattended-upgrades often holds apt's locks:
+  # wait for them (up to 20 minutes) instead of failing at once.
+  apt=(apt-get -o DPkg::Lock::Timeout=1200)
+  for i in $(seq 40); do
+    "${apt[@]}" update -qq && break
+    [ "$i" = 40 ] && { echo "deps: apt-get update kept failing" >&2; exit 1; }
+    echo "deps: apt-get update failed (another apt running?); again in 30 s" >&2
+    sleep 30
+  done
+  "${apt[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

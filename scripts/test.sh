@@ -1,27 +1,94 @@
 #!/bin/bash
-# The whole suite: unit, ABI and Soft-RoCE integration tests on the normal
-# build; unit, ABI and Soft-RoCE tests again under AddressSanitizer and UBSan;
-# the unit tests under ThreadSanitizer; the fuzz targets, briefly.
+# The whole suite, fast phases first so that they fail early:
+#   host    the normal build; its tests that need no RDMA device (unit, ABI,
+#           layering, manual, install, package)
+#   tsan    the unit binaries under ThreadSanitizer (run whole)
+#   fuzz    the libFuzzer targets, 20 s each from the committed corpus
+#   asan    the unit binaries and the inline-ABI tests under AddressSanitizer
+#           and UBSan
+#   rxe     the Soft-RoCE integration tests on the normal build (in the VM,
+#           or natively on an RDMA host), then on the sanitized build
+# Ends with every FLAKY, RETRY and FORGIVEN line of the run (tests/FLAKY.md
+# says what they mean) and fails if any phase failed or more than three cases
+# needed a rerun.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
+logs=$PWD/build/suite-logs
+phases=()
+
+# phase NAME / phase_done: each phase's wall time, for the summary.
+phase() { PHASE=$1 T0=$(date +%s); echo "=== phase $1"; }
+phase_done() { phases+=("$(printf '%-6s %5d s' "$PHASE" $(( $(date +%s) - T0 )))"); PHASE=''; }
+# keep_log BUILD NAME: ctest's full log (every test's output), for the summary.
+keep_log() { cp "$1/Testing/Temporary/LastTest.log" "$logs/$2.log" 2>/dev/null || true; }
+# unit_whole BUILD: both unit binaries, whole (one process each: under a
+# sanitizer one process per TEST costs ~10x), with ctest's time limits.
+unit_whole() {
+	local b=$1 t rc=0
+	for t in unit_tests:20 unit_device_tests:10; do
+		echo "--- $b/tests/unit/${t%:*}"
+		RDMACM_TEST_TIMEOUT=${t#*:} timeout 900 "$b/tests/unit/${t%:*}" --gtest_brief=1 \
+			2>&1 | tee "$logs/$(basename "$b")-${t%:*}.log" || rc=1
+	done
+	return $rc
+}
+summary() {
+	local rc=$? n
+	set +e
+	[ -z "${PHASE:-}" ] || phases+=("$(printf '%-6s %5d s (failed)' "$PHASE" $(( $(date +%s) - T0 )))")
+	echo
+	echo "=== phases"
+	printf '  %s\n' "${phases[@]}"
+	echo "=== FLAKY, RETRY and FORGIVEN lines of this run (tests/FLAKY.md)"
+	grep -hE '^[[:space:]]*(FLAKY|RETRY|FORGIVEN) ' "$logs"/*.log 2>/dev/null | sed 's/^[[:space:]]*/  /' | sort -u > "$logs/reruns"
+	if [ -s "$logs/reruns" ]; then cat "$logs/reruns"; else echo "  (none)"; fi
+	n=$(grep -c '^  FLAKY ' "$logs/reruns")
+	if [ "$rc" = 0 ] && [ "$n" -gt 3 ]; then
+		echo "test.sh: $n cases needed a rerun (more than 3): the run is red"
+		rc=1
+	fi
+	echo "test.sh: $([ "$rc" = 0 ] && echo passed || echo FAILED) in $(( $(date +%s) - start )) s"
+	exit "$rc"
+}
+trap summary EXIT
+
 scripts/deps.sh
-tests/vm/rxe-vm prepare
+mkdir -p "$logs" && rm -f "$logs"/*.log "$logs/reruns"
+# The VM's kernel cache is made while the normal tree builds.
+tests/vm/rxe-vm prepare > "$logs/vm-prepare.out" 2>&1 & prepare=$!
 
+phase host
 scripts/build.sh build
-(cd build && ctest --output-on-failure -j2)
+(cd build && ctest --output-on-failure -j2 -LE 'rxe|bench') || { keep_log build host; false; }
+keep_log build host
+phase_done
 
-scripts/build.sh build-asan -DRDMACM_SANITIZE=ON
-# unit and ABI tests, then (label sanitized, one VM boot) the rxe tests and
-# rdma-core's tools over the sanitized library
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j2 -L 'unit|abi|sanitized')
+phase tsan
+scripts/build.sh build-tsan -DRDMACM_TSAN=ON --target unit_tests unit_device_tests
+TSAN_OPTIONS=halt_on_error=1 unit_whole build-tsan
+phase_done
 
-# unit tests (fault injection, concurrency) under ThreadSanitizer
-scripts/build.sh build-tsan -DRDMACM_TSAN=ON
-(cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j2 -L unit)
-
-# the libFuzzer targets (clang), 20 s each from the committed seed corpus
+phase fuzz
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DRDMACM_FUZZ=ON >/dev/null
 cmake --build build-fuzz --target fuzz -j"$(nproc)"
 (cd build-fuzz && ctest --output-on-failure -L fuzz)
-echo "test.sh: all suites passed in $(( $(date +%s) - start )) s"
+phase_done
+
+phase asan
+scripts/build.sh build-asan -DRDMACM_SANITIZE=ON --target unit_tests unit_device_tests \
+	rdmacm_abi_inline_test rdmacm rxe_tests rxe_1_4_tests rxe_rsocket_tests misuse_table
+ASAN_OPTIONS=detect_leaks=1 unit_whole build-asan
+(cd build-asan && ctest --output-on-failure -R '^abi\.inline\.')
+phase_done
+
+phase rxe
+wait "$prepare" || { cat "$logs/vm-prepare.out"; false; }
+# Fixture setups that the host phase ran already (the package) are not rerun.
+(cd build && ctest --output-on-failure -j2 -L 'rxe|bench' -LE reference -FS rdmacm_deb) || { keep_log build rxe; false; }
+keep_log build rxe
+# rxe.sanitized: the integration tests and rdma-core's tools over the
+# sanitized library (one boot).
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -L sanitized) || { keep_log build-asan sanitized; false; }
+keep_log build-asan sanitized
+phase_done
