@@ -13,6 +13,8 @@
 # Run it where there is an RDMA device, e.g. in the Soft-RoCE VM:
 #   tests/vm/rxe-vm auto -- bench/rsocket_stream.sh --lib build/src/librdmacm.so.1
 set -euo pipefail
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
 LIB=$(dirname "$0")/../build/src/librdmacm.so.1
 SYSLIB=/usr/lib/x86_64-linux-gnu/librdmacm.so.1
 RUNS=5 COUNT=1000
@@ -32,22 +34,24 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 # one NAME LIBRARY KIND N PORT ARGS...: one rstream pair; the client's
-# result line's Gb/sec and usec/xfer go to $out/NAME.KIND.
+# result line's Gb/sec and usec/xfer go to $out/NAME.KIND. The server is
+# waited for until it listens.
 one() {
 	local name=$1 lib=$2 kind=$3 n=$4 port=$5 srv line
 	shift 5
 	LD_PRELOAD=$lib timeout 120 rstream -b "$IP" -p "$port" "$@" >"$out/srv" 2>&1 &
 	srv=$!
-	sleep 1
+	server_listens "$port" "$srv" "$out/srv" ||
+		{ echo "rstream server failed ($name $kind, run $n)" >&2; stop_server "$srv"; exit 1; }
 	LD_PRELOAD=$lib timeout 120 rstream -s "$IP" -p "$port" "$@" >"$out/cli" 2>&1 ||
-		{ echo "rstream failed ($name $kind, run $n):" >&2; cat "$out/cli" "$out/srv" >&2; exit 1; }
+		{ echo "rstream failed ($name $kind, run $n):" >&2; cat "$out/cli" "$out/srv" >&2; stop_server "$srv"; exit 1; }
 	wait "$srv" || true
 	line=$(tail -n 1 "$out/cli")
 	# name bytes xfers iters total time Gb/sec usec/xfer
 	awk '{ print $7, $8 }' <<< "$line" >> "$out/$name.$kind"
 }
 
-port=7700
+port=7900  # apart from cm_costs.sh's scripts (7700-7899): one listener per port
 for ((n = 1; n <= RUNS; n++)); do
 	for lib in rdma-core ours; do
 		path=$SYSLIB
