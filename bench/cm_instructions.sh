@@ -104,6 +104,9 @@ for what in library process; do
 			a=$(total "$out/$name.$SMALL.cg"); b=$(total "$out/$name.$LARGE.cg")
 		fi
 		v[$name]=$(per_conn "$a" "$b")
+		# No instructions in the library's object: the profile is not of it.
+		[ $what = process ] || [ "$b" != 0 ] ||
+			{ echo "cm_instructions: no instructions of $obj in $name's profile" >&2; exit 1; }
 	done
 	printf '%-44s %12s %12s %7sx\n' "$what" "${v[rdma-core]}" "${v[ours]}" \
 		"$(awk -v a="${v[rdma-core]}" -v b="${v[ours]}" 'BEGIN { printf "%.2f", a ? b / a : 0 }')"

@@ -51,8 +51,11 @@ trace() {
 	local path cm_fds
 	path=$(printf /dev/infiniband/rdma_cm | od -An -tx1 | tr -d ' \n' | sed 's/../\\\\x&/g')
 	cm_fds=$(sed -En "s/^[0-9]+ +openat\(.*\"$path\".*= ([0-9]+)$/\1/p" "$out/$name.$n.strace" | sort -u | paste -sd'|')
-	{ grep -E "^[0-9]+ +write\((${cm_fds:-none}), \"" "$out/$name.$n.strace" || true; } |
-		sed -E 's/.*write\([0-9]+, "\\x([0-9a-f]{2}).*/\1/' | sort | uniq -c | awk '{ print $2, $1 }' >"$out/$name.$n.ucma"
+	# A client that connected made ucma commands: none found means the trace
+	# was not read right, and the table would show zeros.
+	grep -E "^[0-9]+ +write\((${cm_fds:-none}), \"" "$out/$name.$n.strace" >"$out/$name.$n.cmw" ||
+		{ echo "cm_syscalls: no write to /dev/infiniband/rdma_cm in $name's trace ($n connections)" >&2; exit 1; }
+	sed -E 's/.*write\([0-9]+, "\\x([0-9a-f]{2}).*/\1/' "$out/$name.$n.cmw" | sort | uniq -c | awk '{ print $2, $1 }' >"$out/$name.$n.ucma"
 }
 
 for name in rdma-core ours; do

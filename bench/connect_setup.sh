@@ -66,6 +66,10 @@ medians() {
 }
 medians rdma-core >"$out/ref.med"
 medians ours >"$out/ours.med"
+# A client that exited 0 without its table of steps measured nothing: fail
+# rather than print an empty table.
+grep -qv '^peak RSS' "$out/ref.med" && grep -qv '^peak RSS' "$out/ours.med" ||
+	{ echo "connect_setup: no step figures in cmtime's output:" >&2; cat "$out"/*.1 >&2; exit 1; }
 
 echo "Connection setup, $CONNS connections x $ROUNDS rounds per library, median of rounds"
 echo "(rdma-core's cmtime on both sides; us per connection; lower is better)"

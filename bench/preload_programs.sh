@@ -26,6 +26,11 @@
 # (hw_counters/sent_pkts); otherwise it shows as "no-rdma" (a fallback to
 # kernel TCP), and a failed run as "fail".
 #
+# Exit status: 1 (after the table) if any run of the kernel TCP or ours
+# column failed or showed "no-rdma", 0 otherwise. The --ref column may fail
+# (rdma-core 44's preload runs none of these programs): it never changes the
+# exit status.
+#
 # Run it where there is an RDMA device, e.g. in the Soft-RoCE VM:
 #   tests/vm/rxe-vm auto -- bench/preload_programs.sh --lib build/preload/librspreload.so \
 #       --rdmacm build/src/librdmacm.so.1
@@ -74,7 +79,13 @@ start() {
 	SPID=$!
 	end=$(($(now_us) + 20000000))
 	until cm_listening "$port" || tcp_listening "$port"; do
-		kill -0 "$SPID" 2>/dev/null && (($(now_us) < end)) || return 1
+		if ! kill -0 "$SPID" 2>/dev/null; then
+			echo "    $col: $1 exited before it listened on port $port: $(tail -n 1 "$out/server.log")" >&2
+			return 1
+		elif (($(now_us) >= end)); then
+			echo "    $col: $1 did not listen on port $port within 20 s: $(tail -n 1 "$out/server.log")" >&2
+			return 1
+		fi
 		sleep 0.1
 	done
 }
@@ -165,3 +176,11 @@ row "redis-benchmark -c 50 SET (requests/s)" set
 row "redis-benchmark -c 50 GET (requests/s)" get
 echo "(kernel TCP: loopback in one host; ours${REF:+, reference}: both ends preloaded, packets on rxe0)"
 [ -z "$REF" ] || echo "(reference: $(readlink -f "$REF"))"
+
+# Every run of the kernel TCP and ours columns must have given a number.
+bad=$(cd "$out" && grep -HvE '^[0-9.]+$' tcp.* ours.* 2>/dev/null | sed 's/^\([a-z]*\)\.\([a-z0-9]*\):/\1 \2 /' | sort | uniq -c)
+if [ -n "$bad" ]; then
+	echo "preload_programs: failed runs (count, column, figure, result):" >&2
+	echo "$bad" >&2
+	exit 1
+fi

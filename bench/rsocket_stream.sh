@@ -35,7 +35,7 @@ trap 'rm -rf "$out"' EXIT
 
 # one NAME LIBRARY KIND N PORT ARGS...: one rstream pair; the client's
 # result line's Gb/sec and usec/xfer go to $out/NAME.KIND. The server is
-# waited for until it listens.
+# waited for until it listens; either side failing exits the script.
 one() {
 	local name=$1 lib=$2 kind=$3 n=$4 port=$5 srv line
 	shift 5
@@ -45,8 +45,15 @@ one() {
 		{ echo "rstream server failed ($name $kind, run $n)" >&2; stop_server "$srv"; exit 1; }
 	LD_PRELOAD=$lib timeout 120 rstream -s "$IP" -p "$port" "$@" >"$out/cli" 2>&1 ||
 		{ echo "rstream failed ($name $kind, run $n):" >&2; cat "$out/cli" "$out/srv" >&2; stop_server "$srv"; exit 1; }
-	wait "$srv" || true
+	# The server ends with its client: a server that fails (or hangs) after
+	# the client's transfers is a failed run too.
+	WAIT_RC=
+	wait_exit "$srv" 30 && [ "$WAIT_RC" = 0 ] ||
+		{ echo "rstream server failed ($name $kind, run $n, status ${WAIT_RC:-still running}):" >&2
+		  cat "$out/srv" >&2; stop_server "$srv"; exit 1; }
 	line=$(tail -n 1 "$out/cli")
+	[[ $line =~ $RSTREAM_RESULT_RE ]] ||
+		{ echo "rstream printed no result line ($name $kind, run $n):" >&2; cat "$out/cli" >&2; exit 1; }
 	# name bytes xfers iters total time Gb/sec usec/xfer
 	awk '{ print $7, $8 }' <<< "$line" >> "$out/$name.$kind"
 }
