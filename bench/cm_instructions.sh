@@ -32,6 +32,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 LIB=$(readlink -f "$LIB")
+preloadable "$LIB" && preloadable "$SYSLIB" || exit 1
 IP=${RXE_IP:?RXE_IP: the RDMA device address (set in the Soft-RoCE VM)}
 for p in cmtime valgrind callgrind_annotate; do
 	command -v $p >/dev/null || { echo "$p is missing" >&2; exit 1; }

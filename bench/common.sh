@@ -1,9 +1,21 @@
 # shellcheck shell=bash
 # Sourced by the bench scripts: the interop harness's helpers (now_us,
 # sent_pkts, cm_listening, tcp_listening, wait_ready, wait_exit, stop_proc,
-# RSTREAM_RESULT_RE), and what the benchmarks share.
+# RSTREAM_RESULT_RE), and the checks every benchmark makes so that a run that
+# did not measure what its column says fails instead of printing a number.
 # shellcheck source=tests/rxe/interop/lib.sh
 . "$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)/../tests/rxe/interop/lib.sh"
+
+# preloadable PATH: 0 if the dynamic loader preloads PATH. It ignores a
+# preload it cannot load with one line on stderr and runs the program anyway,
+# so a wrong --lib would otherwise measure the program's own library under
+# our name.
+preloadable() {
+	local err
+	err=$(LD_PRELOAD=$1 /bin/true 2>&1) && [ -z "$err" ] && return 0
+	echo "cannot preload $1: ${err:-/bin/true failed under it}" >&2
+	return 1
+}
 
 # server_listens PORT PID LOG [SECONDS]: waits (30 s by default) until an
 # rdma_cm id listens on PORT (rsocket listeners are rdma_cm ids too). If the

@@ -26,6 +26,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 LIB=$(readlink -f "$LIB")
+preloadable "$LIB" && preloadable "$SYSLIB" || exit 1
 LIB_SHOWN=$LIB
 IP=${RXE_IP:?RXE_IP: the RDMA device address (set in the Soft-RoCE VM)}
 command -v cmtime >/dev/null || { echo "cmtime (rdmacm-utils) is missing" >&2; exit 1; }

@@ -10,6 +10,8 @@
 # Run it where there is an RDMA device, e.g. in the Soft-RoCE VM:
 #   tests/vm/rxe-vm auto -- bench/id_scale.sh --bin build/bench/id_scale
 set -euo pipefail
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
 LIB=$(dirname "$0")/../build/src/librdmacm.so.1
 BIN=$(dirname "$0")/../build/bench/id_scale
 SYSLIB=/usr/lib/x86_64-linux-gnu/librdmacm.so.1
@@ -25,6 +27,9 @@ while [ $# -gt 0 ]; do
 	shift
 done
 LIB=$(readlink -f "$LIB")
+# (id_scale is linked with ours: a preload the loader ignored would measure
+# ours under the name of the column)
+preloadable "$LIB" && preloadable "$SYSLIB" || exit 1
 IP=${RXE_IP:?RXE_IP: the RDMA device address (set in the Soft-RoCE VM)}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

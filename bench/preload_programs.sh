@@ -36,9 +36,9 @@
 #       --rdmacm build/src/librdmacm.so.1
 set -uo pipefail
 HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
-# sent_pkts cm_listening tcp_listening wait_exit stop_proc now_us
-# shellcheck source=../tests/rxe/interop/lib.sh
-. "$HERE/../tests/rxe/interop/lib.sh"
+# sent_pkts cm_listening tcp_listening wait_exit stop_proc now_us preloadable
+# shellcheck source=bench/common.sh
+. "$HERE/common.sh"
 LIB='' RDMACM='' REF='' RUNS=3 SECS=3 REQS=10000
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -52,6 +52,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ -f "$LIB" ] || { echo "preload_programs: --lib PATH (our librspreload.so) is required" >&2; exit 2; }
+preloadable "$LIB" || exit 1
 IP=${RXE_IP:?RXE_IP: the RDMA device address (set in the Soft-RoCE VM)}
 for p in iperf3 sockperf redis-server redis-benchmark; do
 	command -v "$p" >/dev/null || { echo "$p is missing (scripts/deps.sh installs it)" >&2; exit 1; }

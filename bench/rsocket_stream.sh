@@ -28,6 +28,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 LIB=$(readlink -f "$LIB")
+preloadable "$LIB" && preloadable "$SYSLIB" || exit 1
 IP=${RXE_IP:?RXE_IP: the RDMA device address (set in the Soft-RoCE VM)}
 command -v rstream >/dev/null || { echo "rstream (rdmacm-utils) is missing" >&2; exit 1; }
 out=$(mktemp -d)
