@@ -1,6 +1,7 @@
 // A per-test deadline for GoogleTest binaries: a test that hangs (a destroy
 // waiting forever, an event that never comes) fails by name after
-// RDMACM_TEST_TIMEOUT seconds (default 60) instead of stalling the suite.
+// RDMACM_TEST_TIMEOUT seconds (default 60) times time_scale() (time_scale.h:
+// sanitizers, RDMACM_TIME_SCALE) instead of stalling the suite.
 // Linked into a test binary, it installs itself before main runs.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,6 +13,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+
+#include "time_scale.h"
 
 namespace {
 
@@ -48,6 +51,8 @@ class Watchdog : public ::testing::EmptyTestEventListener {
   Watchdog() : s_(new State) {
     if (const char* env = std::getenv("RDMACM_TEST_TIMEOUT"))
       s_->limit = std::chrono::seconds(std::atoi(env));
+    s_->limit = std::chrono::duration_cast<std::chrono::seconds>(
+        rdmacm::test::scaled(s_->limit) + std::chrono::milliseconds(999));
     std::thread(watch, s_).detach();
   }
 
