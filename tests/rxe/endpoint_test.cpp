@@ -8,8 +8,11 @@
 #include <rdma/rdma_verbs.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <netdb.h>
 
@@ -48,7 +51,68 @@ rdma_addrinfo* lookup(bool passive) {
   return res;
 }
 
-void serve(std::string* failure) {
+// Told by the server thread once its rdma_listen has returned, or once it
+// has given up before that: the client connects only to a listener (a
+// connect before the listen is rejected, and a slow server thread under TCG
+// or load must not make it so). The first word counts.
+class Listening {
+ public:
+  void say(bool listening) {
+    std::lock_guard lock(mutex_);
+    if (told_) return;
+    told_ = true;
+    listening_ = listening;
+    cv_.notify_all();
+  }
+  // Waits for the word (a hang is the watchdog's); true if it listens.
+  bool wait() {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return told_; });
+    return listening_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool told_ = false;
+  bool listening_ = false;
+};
+
+// Runs a server in a thread; the client goes on once it listens.
+class Server {
+ public:
+  explicit Server(void (*serve)(std::string*, Listening*))
+      : thread_([state = state_, serve] {
+          serve(&state->failure, &state->listening);
+          state->listening.say(false);  // returned before it listened: a failure
+        }) {}
+  // After a failed assertion of the client's the server may wait for ever
+  // (in rdma_get_request): let it, with what it uses, rather than hang here.
+  ~Server() {
+    if (thread_.joinable()) thread_.detach();
+  }
+  // True once the server listens; false (after joining it) if it failed first.
+  bool listening() {
+    if (state_->listening.wait()) return true;
+    thread_.join();
+    return false;
+  }
+  // The server's failure ("" if none), once it has finished.
+  std::string failure() {
+    if (thread_.joinable()) thread_.join();
+    return state_->failure;
+  }
+
+ private:
+  struct State {
+    std::string failure;
+    Listening listening;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+  std::thread thread_;  // after state_: starts once that is made
+};
+
+void serve(std::string* failure, Listening* listening) {
   auto fail = [&](const char* what) { *failure = std::string(what) + ": " + strerror(errno); };
   rdma_addrinfo* res = lookup(true);
   if (!res) return fail("rdma_getaddrinfo");
@@ -58,6 +122,7 @@ void serve(std::string* failure) {
   rdma_freeaddrinfo(res);
   if (ret) return fail("rdma_create_ep");
   if (rdma_listen(listener, 1)) return fail("rdma_listen");
+  listening->say(true);
   rdma_cm_id* id = nullptr;
   if (rdma_get_request(listener, &id)) return fail("rdma_get_request");
   if (!id->qp) return fail("no QP from the endpoint's attributes");
@@ -107,9 +172,8 @@ void serve(std::string* failure) {
 }
 
 TEST(Endpoint, SynchronousClientServerWithEveryWrapper) {
-  std::string server_failure;
-  std::thread server(serve, &server_failure);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let it listen
+  Server server(serve);
+  ASSERT_TRUE(server.listening()) << server.failure();
 
   rdma_addrinfo* res = lookup(false);
   ASSERT_NE(res, nullptr);
@@ -159,8 +223,7 @@ TEST(Endpoint, SynchronousClientServerWithEveryWrapper) {
   // Both sides disconnect; each synchronous call returns once the other's
   // half of the exchange arrived.
   EXPECT_EQ(rdma_disconnect(id), 0) << strerror(errno);
-  server.join();
-  EXPECT_EQ(server_failure, "");
+  EXPECT_EQ(server.failure(), "");
   for (ibv_mr* mr : {w_mr, mr1, mr2, rb_mr, t_mr, d_mr}) rdma_dereg_mr(mr);
   rdma_destroy_ep(id);
 }
@@ -198,7 +261,7 @@ rdma_addrinfo* lookup_at(const char* port, bool passive) {
   return res;
 }
 
-void serve_with_srq(std::string* failure) {
+void serve_with_srq(std::string* failure, Listening* listening) {
   auto fail = [&](const std::string& what) { *failure = what + ": " + strerror(errno); };
   rdma_addrinfo* res = lookup_at(kSrqPort, true);
   if (!res) return fail("rdma_getaddrinfo");
@@ -207,6 +270,7 @@ void serve_with_srq(std::string* failure) {
   rdma_freeaddrinfo(res);
   if (ret) return fail("rdma_create_ep");
   if (rdma_listen(listener, 1)) return fail("rdma_listen");
+  listening->say(true);
   rdma_cm_id* id = nullptr;
   if (rdma_get_request(listener, &id)) return fail("rdma_get_request");
   if (id->qp) return fail("a QP without QP attributes");
@@ -255,9 +319,8 @@ void serve_with_srq(std::string* failure) {
 }
 
 TEST(Endpoint, SharedReceiveQueues) {
-  std::string server_failure;
-  std::thread server(serve_with_srq, &server_failure);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let it listen
+  Server server(serve_with_srq);
+  ASSERT_TRUE(server.listening()) << server.failure();
 
   rdma_addrinfo* res = lookup_at(kSrqPort, false);
   ASSERT_NE(res, nullptr);
@@ -300,8 +363,7 @@ TEST(Endpoint, SharedReceiveQueues) {
   ASSERT_EQ(rdma_get_send_comp(id, &wc), 1);
 
   EXPECT_EQ(rdma_disconnect(id), 0) << strerror(errno);
-  server.join();
-  EXPECT_EQ(server_failure, "");
+  EXPECT_EQ(server.failure(), "");
   rdma_dereg_mr(reply_mr);
   rdma_dereg_mr(out_mr);
   rdma_destroy_ep(id);  // QP, SRQ and id
