@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "../common/time_scale.h"
 #include "cm_helpers.h"
 #include "rxe_env.h"
 
@@ -37,11 +38,11 @@ class Rxe : public ::testing::Test {
     }
     if (channel) rdma_destroy_event_channel(channel);
   }
-  // Waits up to 5 s for the next event; fails the test on timeout.
+  // Waits up to 5 s (scaled) for the next event; fails the test on timeout.
   rdma_cm_event* next_event() {
     pollfd p{channel->fd, POLLIN, 0};
-    if (poll(&p, 1, 5000) != 1) {
-      ADD_FAILURE() << "no event within 5 s";
+    if (poll(&p, 1, test::scaled_ms(5000)) != 1) {
+      ADD_FAILURE() << "no event within " << test::scaled_ms(5000) << " ms";
       return nullptr;
     }
     rdma_cm_event* ev = nullptr;
@@ -251,10 +252,18 @@ TEST_F(Rxe, SignalInterruptsABlockedGetEvent) {
     if (r == 0) rdma_ack_cm_event(ev);
     result = r;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // asleep in the kernel
-  pthread_kill(reader.native_handle(), SIGUSR1);
-  for (int i = 0; i < 300 && result == 1; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // The signal must find the reader asleep in the kernel, and nothing says
+  // when it is: signal it every 100 ms until it returns (one that comes
+  // before the read runs the empty handler and is lost; the read still
+  // sleeps until the next), for 3 s (scaled) at most.
+  auto until = std::chrono::steady_clock::now() + test::scaled(std::chrono::seconds(3));
+  int signals = 0;
+  while (result == 1 && std::chrono::steady_clock::now() < until) {
+    pthread_kill(reader.native_handle(), SIGUSR1);
+    ++signals;
+    for (int i = 0; i < 10 && result == 1; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   bool returned = result != 1;
   if (!returned) {  // release the reader with a real event, then fail
     ASSERT_EQ(rdma_create_id(channel, &id, nullptr, RDMA_PS_TCP), 0);
@@ -263,7 +272,7 @@ TEST_F(Rxe, SignalInterruptsABlockedGetEvent) {
   }
   reader.join();
   sigaction(SIGUSR1, &sa_old, nullptr);
-  EXPECT_TRUE(returned) << "rdma_get_cm_event did not return after the signal";
+  EXPECT_TRUE(returned) << "rdma_get_cm_event did not return after " << signals << " signals";
   EXPECT_EQ(result, -1);
   EXPECT_EQ(err, EINTR);
 }
