@@ -7,11 +7,13 @@
 #include <netinet/in.h>
 #include <rdma/rdma_cma.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <functional>
 #include <thread>
 
+#include "../common/time_scale.h"
 #include "fake_transport.h"
 
 namespace rdmacm::testing {
@@ -44,14 +46,24 @@ class CmTest : public ::testing::Test {
 
   // The race of a reader with another thread: reads the channel (made
   // non-blocking) once, with `act` started in a thread right after the fake
-  // kernel has handed the event out and given 100 ms to reach the kernel and
-  // wait there. The event was for an object `act` tears down, so the reader
+  // kernel has handed the event out. The reader goes on once `act` has
+  // reached the kernel (its first command, the destroy or the leave, comes
+  // after the library marked the object as going), and 100 ms later, so
+  // that as a rule `act` waits there for the reader's count (either order
+  // must work). The event was for an object `act` tears down, so the reader
   // must get EAGAIN (counted and dropped). Returns once `act` has finished.
   void race_reader_with(const std::function<void()>& act) {
     nonblocking(channel->fd);
     std::thread actor;
+    std::atomic<bool> finished{false};
     fake.on_get_event = [&] {
-      actor = std::thread(act);
+      size_t issued = fake.commands().size();
+      actor = std::thread([&] {
+        act();
+        finished = true;
+      });
+      while (fake.commands().size() == issued && !finished)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     };
     rdma_cm_event* ev = nullptr;
