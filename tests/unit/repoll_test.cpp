@@ -171,23 +171,26 @@ TEST_F(RepollTest, MaxEventsLimitsOneWaitAndTheRestComeNext) {
   for (int fd : e) close(fd);
 }
 
+// (The upper bounds say how slow a return may be: scaled. The lower ones
+// are the timeout and the writer's sleep, both counted from before the wait
+// began: never early.)
 TEST_F(RepollTest, TimeoutsZeroFiniteAndWokenEarly) {
   int e = eventfd(0, EFD_CLOEXEC);
   ASSERT_EQ(add(e, EPOLLIN, 1), 0);
   auto t = Clock::now();
   EXPECT_EQ(wait(0), 0);
-  EXPECT_LT(ms_since(t), 50);
+  EXPECT_LT(ms_since(t), test::scaled_ms(50));
   t = Clock::now();
   EXPECT_EQ(wait(150), 0);
   EXPECT_GE(ms_since(t), 150);
-  EXPECT_LT(ms_since(t), 1500);
+  EXPECT_LT(ms_since(t), test::scaled_ms(1500));
+  t = Clock::now();  // before the writer's sleep starts
   std::thread writer([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     put(e);
   });
-  t = Clock::now();
   EXPECT_EQ(wait(-1), 1);
-  EXPECT_GE(ms_since(t), 90);
+  EXPECT_GE(ms_since(t), 100);
   writer.join();
   close(e);
 }
@@ -197,7 +200,7 @@ TEST_F(RepollTest, TimeoutsZeroFiniteAndWokenEarly) {
 TEST_F(RepollTest, AddFromAnotherThreadWakesAWaiter) {
   int e = eventfd(1, EFD_CLOEXEC);
   std::atomic<int> n{-2};
-  std::thread waiter([&] { n = repoll_wait(ep, got, 8, 5000); });
+  std::thread waiter([&] { n = repoll_wait(ep, got, 8, test::scaled_ms(5000)); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(n.load(), -2);  // asleep
   ASSERT_EQ(add(e, EPOLLIN, 42), 0);
@@ -220,9 +223,14 @@ TEST_F(RepollTest, ASignalInterruptsAWait) {
     ret = repoll_wait(ep, got, 8, 10000);
     err = errno;
   });
+  // Nothing says when the waiter is asleep in epoll_wait, and a signal that
+  // comes before runs the empty handler and is lost: signal it every 10 ms
+  // until it returns (in time, the 10 s wait would end with 0, a failure).
   while (!started) std::this_thread::yield();
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  pthread_kill(waiter.native_handle(), SIGUSR1);
+  while (ret == -2) {
+    pthread_kill(waiter.native_handle(), SIGUSR1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   waiter.join();
   EXPECT_EQ(ret.load(), -1);
   EXPECT_EQ(err.load(), EINTR);
