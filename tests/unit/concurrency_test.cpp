@@ -41,10 +41,10 @@ class Pump {
     EXPECT_EQ(rdma_destroy_id(stopper_), 0);
   }
 
-  // Waits until this id's events include `type`; false after 4 s.
+  // Waits until this id's events include `type`; false after 4 s (scaled).
   bool wait_for(rdma_cm_id* id, rdma_cm_event_type type) {
     std::unique_lock lock(mutex_);
-    return cv_.wait_for(lock, 4s, [&] {
+    return cv_.wait_for(lock, test::scaled(4s), [&] {
       for (auto t : seen_[id])
         if (t == type) return true;
       return false;
@@ -63,10 +63,12 @@ class Pump {
     std::lock_guard lock(mutex_);
     return std::count(seen_[id].begin(), seen_[id].end(), type);
   }
-  // The new id of the next connection request; nullptr after the timeout.
+  // The new id of the next connection request; nullptr after the timeout
+  // (scaled; 0: only one already there).
   rdma_cm_id* next_request(std::chrono::milliseconds timeout = 4s) {
     std::unique_lock lock(mutex_);
-    if (!cv_.wait_for(lock, timeout, [&] { return !requests_.empty(); })) return nullptr;
+    if (!cv_.wait_for(lock, test::scaled(timeout), [&] { return !requests_.empty(); }))
+      return nullptr;
     rdma_cm_id* id = requests_.front();
     requests_.erase(requests_.begin());
     return id;

@@ -1,5 +1,7 @@
 #include "fake_transport.h"
 
+#include "../common/time_scale.h"
+
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -253,7 +255,7 @@ int FakeTransport::get_event(int fd, ucma_abi_event_resp* out) {
   if (q.empty()) {
     if (::fcntl(fd, F_GETFL) & O_NONBLOCK) return -EAGAIN;
     // Blocking, like the kernel; bounded so a broken test fails, not hangs.
-    if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return !q.empty(); }))
+    if (!cv_.wait_for(lock, test::scaled(std::chrono::seconds(10)), [&] { return !q.empty(); }))
       return -ETIMEDOUT;
   }
   *out = q.front();

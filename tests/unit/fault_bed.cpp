@@ -136,11 +136,11 @@ void second_channel(Bed& b) {
 
 void readable(int fd) {
   pollfd p{fd, POLLIN, 0};
-  EXPECT_EQ(poll(&p, 1, 2000), 1);
+  EXPECT_EQ(poll(&p, 1, test::scaled_ms(2000)), 1);
 }
 
 void wait_for_commands(Bed& b, size_t n) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  auto deadline = std::chrono::steady_clock::now() + test::scaled(std::chrono::seconds(2));
   while (b.fake.commands().size() < n && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
