@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include "../common/time_scale.h"
 #include "rxe_env.h"
 
 namespace rdmacm::rxe {
@@ -14,7 +15,7 @@ namespace rdmacm::rxe {
 using namespace std::chrono_literals;
 
 bool poll_one(ibv_cq* cq, ibv_wc* wc) {
-  auto deadline = std::chrono::steady_clock::now() + 5s;
+  auto deadline = std::chrono::steady_clock::now() + test::scaled(5s);
   while (std::chrono::steady_clock::now() < deadline) {
     int n = ibv_poll_cq(cq, 1, wc);
     if (n) return n == 1;
@@ -37,6 +38,7 @@ std::string describe(const rdma_cm_event* ev) {
 
 ::testing::AssertionResult next_event_is(rdma_event_channel* ch, rdma_cm_event_type type,
                                          rdma_cm_event** out, int timeout_ms) {
+  timeout_ms = test::scaled_ms(timeout_ms);
   rdma_cm_event* ev = wait_event(ch, timeout_ms);
   *out = ev;
   if (!ev)

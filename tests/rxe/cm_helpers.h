@@ -12,14 +12,16 @@ namespace rdmacm::rxe {
 // Any sockaddr_* as the sockaddr the API takes.
 inline sockaddr* sa(void* p) { return static_cast<sockaddr*>(p); }
 
-// Polls the CQ until one completion arrives (true if it is one) or 5 s pass.
+// Polls the CQ until one completion arrives (true if it is one) or 5 s
+// (scaled: tests/common/time_scale.h) pass.
 bool poll_one(ibv_cq* cq, ibv_wc* wc);
 
 // Waits up to timeout_ms for the channel's next event; nullptr on timeout.
+// Not scaled: a test that expects no event gives the time it looks for one.
 rdma_cm_event* wait_event(rdma_event_channel* ch, int timeout_ms = 5000);
 
-// Waits for the next event and checks its type (and status 0 unless the
-// type is an error). The event is returned unacknowledged.
+// Waits for the next event (timeout_ms scaled) and checks its type (and
+// status 0 unless the type is an error). The event is returned unacknowledged.
 ::testing::AssertionResult next_event_is(rdma_event_channel* ch, rdma_cm_event_type type,
                                          rdma_cm_event** out, int timeout_ms = 5000);
 

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "../common/time_scale.h"
 #include "rxe_env.h"
 
 namespace rdmacm::rxe {
@@ -218,7 +219,7 @@ TEST(Preload, SelectAndPollSeeDataAndEndOfFileOnRsocketsAndPipesTogether) {
   FD_ZERO(&rd);
   FD_SET(p.server, &rd);
   FD_SET(fds[0], &rd);
-  tv = {5, 0};
+  tv = {test::scaled_ms(5000) / 1000, 0};
   ASSERT_EQ(select(FD_SETSIZE, &rd, nullptr, nullptr, &tv), 1);
   EXPECT_TRUE(FD_ISSET(p.server, &rd));
   EXPECT_FALSE(FD_ISSET(fds[0], &rd));
@@ -226,7 +227,7 @@ TEST(Preload, SelectAndPollSeeDataAndEndOfFileOnRsocketsAndPipesTogether) {
   ASSERT_EQ(read_all(p.server, buf, 2), 2);
   pollfd pf[2] = {{p.server, POLLIN, 0}, {fds[0], POLLIN, 0}};
   ASSERT_EQ(write(fds[1], "p", 1), 1);
-  ASSERT_EQ(poll(pf, 2, 5000), 1);
+  ASSERT_EQ(poll(pf, 2, test::scaled_ms(5000)), 1);
   EXPECT_EQ(pf[0].revents, 0);
   EXPECT_TRUE(pf[1].revents & POLLIN);
   close(p.client);
@@ -235,7 +236,7 @@ TEST(Preload, SelectAndPollSeeDataAndEndOfFileOnRsocketsAndPipesTogether) {
   FD_ZERO(&ex);
   FD_SET(p.server, &rd);
   FD_SET(p.server, &ex);
-  tv = {5, 0};
+  tv = {test::scaled_ms(5000) / 1000, 0};
   ASSERT_EQ(select(p.server + 1, &rd, nullptr, &ex, &tv), 1);
   EXPECT_TRUE(FD_ISSET(p.server, &rd));
   EXPECT_FALSE(FD_ISSET(p.server, &ex)) << "end of file is not an exception";
@@ -263,11 +264,11 @@ TEST(Preload, EpollWatchesRsocketsAndPipesTogether) {
     usleep(100000);
     write_all(p.client, "e", 1);
   });
-  ASSERT_EQ(epoll_wait(ep, got, 2, 5000), 1) << strerror(errno);
+  ASSERT_EQ(epoll_wait(ep, got, 2, test::scaled_ms(5000)), 1) << strerror(errno);
   EXPECT_EQ(got[0].data.u64, 1u);
   later.join();
   ASSERT_EQ(write(fds[1], "p", 1), 1);
-  EXPECT_EQ(epoll_wait(ep, got, 2, 5000), 2);
+  EXPECT_EQ(epoll_wait(ep, got, 2, test::scaled_ms(5000)), 2);
   close(ep);
   close(fds[0]);
   close(fds[1]);

@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "../common/time_scale.h"
 #include "cm_helpers.h"
 #include "rxe_env.h"
 
@@ -23,6 +24,7 @@ namespace rdmacm::rxe {
 namespace {
 
 using namespace std::chrono_literals;
+using test::scaled;
 
 class UserEvents : public ::testing::Test {
  protected:
@@ -50,7 +52,7 @@ TEST_F(UserEvents, WriteWakesPollAndCarriesStatusAndArg) {
   std::this_thread::sleep_for(100ms);
   ASSERT_EQ(rdma_write_cm_event(id_, RDMA_CM_EVENT_USER, -7, 0x1122334455667788ull), 0)
       << strerror(errno);
-  ASSERT_EQ(waiter.wait_for(5s), std::future_status::ready) << "poll() not woken";
+  ASSERT_EQ(waiter.wait_for(scaled(5s)), std::future_status::ready) << "poll() not woken";
   EXPECT_EQ(waiter.get(), 1);
 
   rdma_cm_event* ev = nullptr;
@@ -71,7 +73,7 @@ TEST_F(UserEvents, OrderedWithKernelEvents) {
   // Events queue in the order they happen: once the kernel's event waits on
   // the channel, ours come after it, in the order written.
   pollfd p{ch_->fd, POLLIN, 0};
-  ASSERT_EQ(poll(&p, 1, 5000), 1) << "no ADDR_RESOLVED";
+  ASSERT_EQ(poll(&p, 1, test::scaled_ms(5000)), 1) << "no ADDR_RESOLVED";
   for (uint64_t i = 1; i <= 3; ++i)
     ASSERT_EQ(rdma_write_cm_event(id_, RDMA_CM_EVENT_USER, 0, i), 0) << strerror(errno);
   ASSERT_TRUE(expect_event(ch_, RDMA_CM_EVENT_ADDR_RESOLVED));
@@ -91,7 +93,7 @@ TEST_F(UserEvents, DestroyWaitsForTheAck) {
   EXPECT_EQ(destroyed.wait_for(300ms), std::future_status::timeout)
       << "rdma_destroy_id returned while an event of the id was unacknowledged";
   EXPECT_EQ(rdma_ack_cm_event(ev), 0);
-  ASSERT_EQ(destroyed.wait_for(5s), std::future_status::ready);
+  ASSERT_EQ(destroyed.wait_for(scaled(5s)), std::future_status::ready);
   EXPECT_EQ(destroyed.get(), 0);
   id_ = nullptr;
 }
