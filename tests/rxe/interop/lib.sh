@@ -273,19 +273,19 @@ wait_exit() {
 	local pid=$1 end=$(($(now_us) + $2 * 1000000))
 	while kill -0 "$pid" 2>/dev/null && (($(now_us) < end)); do sleep 0.1; done
 	if kill -0 "$pid" 2>/dev/null; then return 1; fi
-	wait "$pid" 2>/dev/null
 	# shellcheck disable=SC2034 # read by run.sh
-	WAIT_RC=$?
+	WAIT_RC=0
+	wait "$pid" 2>/dev/null || WAIT_RC=$?
 	return 0
 }
 
 # Stops a background `timeout` (its own process group) and everything under it.
 stop_proc() {
 	local pid=$1
-	kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
+	kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
 	kill -TERM "$pid" 2>/dev/null
 	wait_exit "$pid" 3 && return 0
 	kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null || true
 	return 0
 }
