@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "../common/time_scale.h"
 #include "rsocket_pair.h"
 #include "rxe_env.h"
 
@@ -27,6 +28,9 @@ namespace rdmacm::rxe {
 namespace {
 
 using namespace std::chrono_literals;
+using test::scaled;
+using test::scaled_ms;
+using test::scaled_s;
 
 TEST(RsocketStream, AMebibyteEachWayArrivesIntactOverTheDevice) {
   Pair p(7601);
@@ -73,7 +77,7 @@ TEST(RsocketStream, NonBlockingConnectBecomesWritable) {
   int r = rconnect(c, sa(&a), sizeof(a));
   EXPECT_TRUE(r == 0 || (r == -1 && errno == EINPROGRESS)) << strerror(errno);
   pollfd pfd{c, POLLOUT, 0};
-  auto until = std::chrono::steady_clock::now() + 10s;
+  auto until = std::chrono::steady_clock::now() + scaled(10s);
   while (!(pfd.revents & POLLOUT) && std::chrono::steady_clock::now() < until) {
     pfd.revents = 0;
     ASSERT_GE(rpoll(&pfd, 1, 1000), 0) << strerror(errno);
@@ -141,7 +145,7 @@ TEST(RsocketStream, PollWatchesRsocketsAndOrdinaryFdsTogether) {
     rsend(p.client, "x", 1, 0);
   });
   fds[0].revents = fds[1].revents = 0;
-  EXPECT_EQ(rpoll(fds, 2, 5000), 1);  // sleeps, then the rsocket wakes it
+  EXPECT_EQ(rpoll(fds, 2, scaled_ms(5000)), 1);  // sleeps, then the rsocket wakes it
   EXPECT_EQ(fds[0].revents, POLLIN);
   later.join();
   // rselect sees the same.
@@ -165,9 +169,12 @@ TEST(RsocketStream, KeepaliveProbesAnIdleConnection) {
   socklen_t len = sizeof(v);
   EXPECT_EQ(rgetsockopt(p.client, IPPROTO_TCP, TCP_KEEPIDLE, &v, &len), 0);
   EXPECT_EQ(v, 1);
+  // A probe a second (and the peer's acknowledgements), nothing else is sent:
+  // three packets within 3.5 s.
   long before = sent_packets();
-  std::this_thread::sleep_for(3500ms);
-  // A probe a second (and the peer's acknowledgements), nothing else is sent.
+  auto until = std::chrono::steady_clock::now() + scaled(3500ms);
+  while (sent_packets() - before < 3 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(100ms);
   EXPECT_GE(sent_packets() - before, 3);
 }
 
@@ -183,7 +190,7 @@ TEST(RsocketStream, ClosingWithDataQueuedNeverHangsUpBeforeThePeerReadsIt) {
   char buf[4096];
   for (;;) {
     pollfd pfd{p.client, POLLIN, 0};
-    ASSERT_EQ(rpoll(&pfd, 1, 5000), 1);
+    ASSERT_EQ(rpoll(&pfd, 1, scaled_ms(5000)), 1);
     if (pfd.revents & POLLHUP) break;
     ssize_t n = rrecv(p.client, buf, sizeof(buf), 0);
     if (n <= 0) break;
@@ -233,10 +240,10 @@ TEST(RsocketStream, AKilledPeerWakesABlockedReader) {
   peer.pid = -1;
   reader.join();  // a hang here is the failure (the watchdog names it)
   EXPECT_LE(got, 0);
-  EXPECT_LT(seconds_since(t0), 30.0);
+  EXPECT_LT(seconds_since(t0), scaled_s(30));
   auto t1 = std::chrono::steady_clock::now();
   EXPECT_EQ(rclose(s), 0);
-  EXPECT_LT(seconds_since(t1), 1.0);
+  EXPECT_LT(seconds_since(t1), scaled_s(1)) << "rclose waited";
   rclose(l);
 }
 
@@ -256,7 +263,7 @@ TEST(RsocketStream, ClosingOnAStoppedPeerReturnsAtOnce) {
   }
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(rclose(s), 0);
-  EXPECT_LT(seconds_since(t0), 1.0);
+  EXPECT_LT(seconds_since(t0), scaled_s(1)) << "rclose waited for the stopped peer";
   rclose(l);
 }
 
