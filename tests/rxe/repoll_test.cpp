@@ -10,12 +10,14 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "../common/time_scale.h"
 #include "rsocket_pair.h"
 #include "rxe_env.h"
 
@@ -24,6 +26,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using test::scaled_ms;
 
 struct Set {
   int ep = repoll_create(EPOLL_CLOEXEC);
@@ -37,10 +40,13 @@ struct Set {
     return repoll_ctl(ep, op, fd, &ev);
   }
   int add(int fd, uint32_t events, uint64_t data) { return ctl(EPOLL_CTL_ADD, fd, events, data); }
+  // (A test that expects nothing gives the time it looks; one that expects
+  // an event scales its bound: tests/common/time_scale.h.)
   int wait(int timeout) { return repoll_wait(ep, got, 8, timeout); }
-  // The events of the one member a wait reports (0, and a failure, if not one).
+  // The events of the one member a wait reports (0, and a failure, if not
+  // one) within timeout ms, scaled.
   uint32_t one(int timeout) {
-    int n = wait(timeout);
+    int n = wait(scaled_ms(timeout));
     EXPECT_EQ(n, 1);
     return n == 1 ? got[0].events : 0;
   }
@@ -98,19 +104,19 @@ TEST(Repoll, EdgeTriggeredWritableOnceAndOneShotUntilModified) {
   Pair p(7622);
   Set set;
   ASSERT_EQ(set.add(p.client, EPOLLOUT | EPOLLET, 3), 0);
-  ASSERT_EQ(set.wait(1000), 1);
+  ASSERT_EQ(set.wait(scaled_ms(1000)), 1);
   EXPECT_EQ(set.of(1, 3), uint32_t(EPOLLOUT));
   EXPECT_EQ(set.wait(300), 0);  // writable still, not new
   ASSERT_EQ(set.ctl(EPOLL_CTL_DEL, p.client, 0, 0), 0);
   ASSERT_EQ(set.add(p.server, EPOLLIN | EPOLLONESHOT, 4), 0);
   EXPECT_EQ(set.wait(200), 0);
   send_over_device(p.client, 10);
-  ASSERT_EQ(set.wait(5000), 1);
+  ASSERT_EQ(set.wait(scaled_ms(5000)), 1);
   EXPECT_EQ(set.of(1, 4), uint32_t(EPOLLIN));
   send_over_device(p.client, 10);
   EXPECT_EQ(set.wait(300), 0);  // one-shot: disarmed
   ASSERT_EQ(set.ctl(EPOLL_CTL_MOD, p.server, EPOLLIN, 5), 0);
-  ASSERT_EQ(set.wait(1000), 1);
+  ASSERT_EQ(set.wait(scaled_ms(1000)), 1);
   EXPECT_EQ(set.of(1, 5), uint32_t(EPOLLIN));
 }
 
@@ -121,7 +127,7 @@ TEST(Repoll, EdgeTriggeredWriterHearsOfRoomAfterEagain) {
   ASSERT_EQ(rfcntl(p.client, F_SETFL, O_NONBLOCK), 0);
   Set set;
   ASSERT_EQ(set.add(p.client, EPOLLOUT | EPOLLET, 9), 0);
-  ASSERT_EQ(set.wait(1000), 1);
+  ASSERT_EQ(set.wait(scaled_ms(1000)), 1);
   std::vector<char> chunk(64 * 1024, 'w');
   size_t total = 0;
   long before = sent_packets();
@@ -149,11 +155,11 @@ TEST(Repoll, HangUpWhenThePeerCloses) {
   p.client = -1;
   // First the end of the peer's writing (readable: end of file), then the
   // disconnect; level-triggered, each wait reports what holds.
-  ASSERT_EQ(set.wait(5000), 1);
+  ASSERT_EQ(set.wait(scaled_ms(5000)), 1);
   EXPECT_EQ(set.got[0].events & (EPOLLIN | EPOLLRDHUP), uint32_t(EPOLLIN | EPOLLRDHUP));
-  auto until = Clock::now() + 5s;
+  auto until = Clock::now() + test::scaled(5s);
   while (!(set.got[0].events & EPOLLHUP) && Clock::now() < until) {
-    ASSERT_EQ(set.wait(5000), 1);
+    ASSERT_EQ(set.wait(scaled_ms(5000)), 1);
     std::this_thread::sleep_for(10ms);
   }
   EXPECT_TRUE(set.got[0].events & EPOLLHUP) << std::hex << set.got[0].events;
@@ -212,10 +218,10 @@ TEST(Repoll, OneSetHoldsAnRsocketAndAPipe) {
   ASSERT_EQ(set.add(pipe_fds[0], EPOLLIN, 11), 0);
   EXPECT_EQ(set.wait(200), 0);
   ASSERT_EQ(write(pipe_fds[1], "p", 1), 1);
-  ASSERT_EQ(set.wait(1000), 1);
+  ASSERT_EQ(set.wait(scaled_ms(1000)), 1);
   EXPECT_EQ(set.got[0].data.u64, 11u);
   send_over_device(p.client, 10);
-  int n = set.wait(5000);
+  int n = set.wait(scaled_ms(5000));
   ASSERT_EQ(n, 2);
   EXPECT_EQ(set.of(n, 10), uint32_t(EPOLLIN));
   EXPECT_EQ(set.of(n, 11), uint32_t(EPOLLIN));
@@ -233,8 +239,10 @@ double thread_cpu_seconds() {
          double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
-// Asleep (not spinning) until the data comes, and woken by it, well within
-// wake_up_interval (5 s), the safety net.
+// Asleep (not spinning) until the data comes, and woken by it well within
+// wake_up_interval (5 s), the safety net, which would wake it no sooner than
+// 5 s into the wait (the data comes after 1 s). The bound is scaled, but
+// never to the safety net's 5 s, where it would prove nothing.
 TEST(Repoll, ABlockedWaitSleepsUntilDataWakesIt) {
   Pair p(7627);
   Set set;
@@ -254,7 +262,7 @@ TEST(Repoll, ABlockedWaitSleepsUntilDataWakesIt) {
   waiter.join();
   ASSERT_EQ(n, 1);
   EXPECT_EQ(set.got[0].data.u64, 12u);
-  EXPECT_LT(waited, 3.0);
+  EXPECT_LT(waited, std::min(test::scaled_s(3), 5.0)) << "not woken by the data";
   EXPECT_LT(cpu, 0.2) << "the waiter spun";
 }
 
@@ -272,7 +280,7 @@ TEST(Repoll, AConnectionThatLeavesAndRejoinsTheSetIsWokenByEachReply) {
     server.add(p.server, EPOLLIN, 3);
     char b[16];
     for (int i = 0; i < 20; i++) {
-      if (server.wait(5000) != 1 || recv_all(p.server, b, sizeof b) != ssize_t(sizeof b)) return;
+      if (server.wait(scaled_ms(5000)) != 1 || recv_all(p.server, b, sizeof b) != ssize_t(sizeof b)) return;
       rsend(p.server, b, sizeof b, 0);
     }
   });
@@ -288,13 +296,13 @@ TEST(Repoll, AConnectionThatLeavesAndRejoinsTheSetIsWokenByEachReply) {
   char b[16] = {};
   for (int i = 0; i < 20; i++) {
     ASSERT_EQ(set.add(p.client, EPOLLOUT, 1), 0);
-    ASSERT_EQ(set.wait(2000), 1) << "round " << i << ": not writable";
+    ASSERT_EQ(set.wait(scaled_ms(2000)), 1) << "round " << i << ": not writable";
     ASSERT_EQ(rsend(p.client, b, sizeof b, 0), ssize_t(sizeof b));
     ASSERT_EQ(set.ctl(EPOLL_CTL_DEL, p.client, 0, 0), 0);
     ASSERT_EQ(set.add(p.client, EPOLLIN, 2), 0);
     ssize_t n;
     while ((n = rrecv(p.client, b, sizeof b, 0)) < 0 && errno == EAGAIN)
-      ASSERT_EQ(set.wait(2000), 1) << "round " << i << ": the reply did not wake the wait";
+      ASSERT_EQ(set.wait(scaled_ms(2000)), 1) << "round " << i << ": the reply did not wake the wait";
     ASSERT_EQ(n, ssize_t(sizeof b));
     ASSERT_EQ(set.ctl(EPOLL_CTL_DEL, p.client, 0, 0), 0);
   }
