@@ -11,7 +11,9 @@
 # Server VM, at once:
 #   peer_death server 7310 (ours), 7311 (rdma-core's): connections A
 #     (mid-handshake), B (idle), C (mid-transfer); it checks its own events and
-#     completions (see peer_death.cpp) and exits 0 only if all are right;
+#     completions (see peer_death.cpp) and exits 0 only if all are right; the
+#     client's notice comes to its TCP port 8310 (8311) just before the
+#     power-off;
 #   our rping -s on 7301 (client pinging: mid-transfer), 7302 (client stopped
 #     with SIGSTOP: idle), 7305 (client sent a request, then nothing:
 #     mid-handshake); rdma-core's rping -s on 7304, 7303, 7306 likewise;
@@ -83,6 +85,13 @@ client() {
 	# Our part is done: the power-off is the test, not a failure of the client.
 	echo 0 > /run/rxe-vm/rc
 	sync
+	# Notice to each peer_death server (a TCP connection to its port + 1000),
+	# at the last moment: a stall of its transfer counts as the death only
+	# after it (before, it is this VM running slowly on a loaded host).
+	local p
+	for p in 8310 8311; do
+		{ : <> "/dev/tcp/$RXE_PEER_IP/$p"; } 2> /dev/null || echo "client: no notice to port $p"
+	done
 	echo o > /proc/sysrq-trigger
 	sleep 60
 }

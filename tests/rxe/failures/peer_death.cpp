@@ -11,10 +11,13 @@
 // private data: "B" stays idle, "C" receives a stream of SENDs from the
 // server, "A" is requested but never completed (the client never reads its
 // events, so it sends no RTU whatever the server does). Once B and C are
-// established and A requested, the client's script powers its VM off. The
-// server dates the death by C's last successful send (then none for
-// kStallS), prints "DIE <LABEL> at <epoch seconds>", and checks, with times
-// counted from the death; B and C have the ack timeout set to 14
+// established and A requested, the client's script gives the server notice
+// (a TCP connection to PORT + kNoticeOffset on the server's address) and
+// powers its VM off at once. The server dates the death by C's last
+// successful send: C's transfer must then stop for kStallS after the notice
+// (a stall before it is a client that lives on a slow host, not a death; the
+// transfer goes on). It prints "DIE <LABEL> at <epoch seconds>", and checks,
+// with times counted from the death; B and C have the ack timeout set to 14
 // (RDMA_OPTION_ID_ACK_TIMEOUT: 67 ms, 7 retries):
 //   C (mid-transfer): no send completes after the death, and none fails
 //     either within kGiveUpS (measured on Soft-RoCE, Linux 6.1, both
@@ -34,6 +37,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -47,11 +51,15 @@
 #include <thread>
 #include <vector>
 
+#include "../../common/time_scale.h"
+
 namespace {
 
 constexpr int kIdleS = 8;         // B must stay silent this long after the death
 constexpr int kGiveUpS = 20;      // B and C: the application gives up then
-constexpr int kStallS = 3;        // C's transfer stopped this long: the host is gone
+constexpr int kStallS = 3;        // C stopped this long after the notice: the host is gone (scaled)
+constexpr int kNoticeOffset = 1000;  // the notice's TCP port: the server's port + this
+constexpr int kNoNoticeS = 150;   // C stopped this long and no notice: the client's script failed
 constexpr int kHandshakeS = 90;   // A: how long to wait for an event
 constexpr int kCmBoundS = 200;    // REP/DREQ: 16 sends of 4-8 s, plus slack under TCG
 constexpr uint32_t kMsg = 4096;
@@ -67,6 +75,31 @@ const char* label = "?";
 std::atomic<int> failures{0};
 
 double since_die() { return now() - t_die.load(); }
+
+// The listening TCP socket the client's notice connects to (server only).
+int notice_fd = -1;
+
+// Opens the notice port: TCP, the server's address, port + kNoticeOffset.
+void open_notice(sockaddr_in a, int port) {
+  a.sin_port = htons(static_cast<uint16_t>(port + kNoticeOffset));
+  int one = 1;
+  notice_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (notice_fd < 0 || setsockopt(notice_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+      bind(notice_fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) || listen(notice_fd, 4)) {
+    std::printf("peer_death: notice port %d: %s\n", port + kNoticeOffset, std::strerror(errno));
+    std::exit(2);
+  }
+}
+
+// Whether the client has given notice (its connection waits to be accepted).
+bool noticed() {
+  static bool seen = false;
+  if (!seen) {
+    pollfd p{notice_fd, POLLIN, 0};
+    seen = poll(&p, 1, 0) == 1;
+  }
+  return seen;
+}
 
 void result(const char* c, const std::string& what, bool ok) {
   std::printf("RESULT %s %s %s t=%.1f%s\n", label, c, what.c_str(), since_die(),
@@ -198,7 +231,7 @@ void timed_destroy(Conn& c, const char* name) {
   char took[32];
   std::snprintf(took, sizeof(took), "%.2f", now() - t);
   result(name, std::string("destroy=") + (r ? std::strerror(errno) : "0") + " in " + took + "s",
-         r == 0 && now() - t < 5);
+         r == 0 && now() - t < rdmacm::test::scaled_s(5));
   c.id = nullptr;
   c.mr = nullptr;
   if (c.ch) rdma_destroy_event_channel(c.ch);
@@ -215,11 +248,33 @@ void run_c(Conn* c) {
   ibv_wc_status st = IBV_WC_SUCCESS;
   ibv_wc wc;
   double last = now();
-  for (;;) {  // the transfer, until it stops: the client's host is gone
+  const double stall = rdmacm::test::scaled_s(kStallS);
+  bool stalled = false;  // said so for this stall
+  for (;;) {  // the transfer, until it stops after the notice: the host is gone
     int n = ibv_poll_cq(c->id->send_cq, 1, &wc);
     if (n < 0) die("ibv_poll_cq");
+    if (n == 0 && before && now() - last > stall) {
+      if (noticed()) {
+        // One more look a moment later: a server VM that was itself held
+        // up on a loaded host sees the time pass before the completions
+        // that came meanwhile.
+        usleep(100000);
+        n = ibv_poll_cq(c->id->send_cq, 1, &wc);
+        if (n < 0) die("ibv_poll_cq");
+        if (n == 0) break;
+      } else if (!stalled) {
+        stalled = true;
+        std::printf("C: no completion for %.1f s and no notice yet: not the death; going on\n",
+                    now() - last);
+        std::fflush(stdout);
+      } else if (now() - last > kNoNoticeS) {
+        std::printf("peer_death %s: C stopped %d s ago and the client gave no notice\n", label,
+                    kNoNoticeS);
+        std::fflush(stdout);
+        std::exit(2);
+      }
+    }
     if (n == 0) {
-      if (before && now() - last > kStallS) break;
       usleep(100);
       continue;
     }
@@ -229,6 +284,11 @@ void run_c(Conn* c) {
     }
     ++before;
     last = now();
+    if (stalled) {
+      std::printf("C: the transfer goes on (%ld sends completed)\n", before);
+      std::fflush(stdout);
+      stalled = false;
+    }
     if (!post(*c, static_cast<int>(wc.wr_id), true)) die("post send");
   }
   // The death: C's last successful send. Wall-clock time for host_death.sh.
@@ -236,8 +296,8 @@ void run_c(Conn* c) {
   clock_gettime(CLOCK_REALTIME, &rt);
   double epoch = rt.tv_sec + rt.tv_nsec / 1e9 - (now() - last);
   t_die = last;
-  std::printf("DIE %s at %.3f (C: %ld sends completed, then none for %d s)\n", label, epoch,
-              before, kStallS);
+  std::printf("DIE %s at %.3f (C: %ld sends completed, then none for %.1f s, after the notice)\n",
+              label, epoch, before, now() - last);
   std::fflush(stdout);
   if (st == IBV_WC_SUCCESS) {
     double last_ok = -1;
@@ -279,8 +339,9 @@ void run_b(Conn* b) {
   timed_destroy(*b, "B");
 }
 
-// A: accepted once the death is seen (kStallS after it). Never ESTABLISHED; UNREACHABLE/CONNECT_ERROR
-// when the REP times out, or nothing at all (measured on Linux 6.1 with both
+// A: accepted once the death is seen (the notice, then kStallS without a
+// completion on C). Never ESTABLISHED; UNREACHABLE/CONNECT_ERROR when the
+// REP times out, or nothing at all (measured on Linux 6.1 with both
 // libraries: no event in 200 s). Either way its destroy must not wait.
 void run_a(Conn* a) {
   while (!(t_die.load() && since_die() > 1)) usleep(10000);
@@ -340,6 +401,7 @@ int server(int port) {
   rdma_cm_id* listener;
   if (rdma_create_id(lch, &listener, nullptr, RDMA_PS_TCP)) die("rdma_create_id");
   sockaddr_in a = addr_of(env_or_die("RXE_IP"), port);
+  open_notice(a, port);
   if (rdma_bind_addr(listener, reinterpret_cast<sockaddr*>(&a))) die("rdma_bind_addr");
   if (rdma_listen(listener, 8)) die("rdma_listen");
   std::printf("peer_death %s: listening on port %d\n", label, port);
