@@ -86,14 +86,15 @@ known_race() {
 	esac
 }
 
-# is_signal STATUS: STATUS is that of a process a signal ended (under
-# `timeout`, 128 + the signal), other than the KILL and TERM that timeouts
-# and stop_proc send.
-is_signal() { [ "$1" -gt 128 ] 2>/dev/null && [ "$1" -lt 192 ] && [ "$1" != 137 ] && [ "$1" != 143 ]; }
+# is_signal STATUS: STATUS is that of a process a crash ended (under
+# `timeout`, 128 + the signal): SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE,
+# SIGSEGV. Only those: rdma-core's tools exit with a negative errno, which
+# reads as 128 + something too (ucmatose's "return status -110" is 146).
+is_signal() { case $1 in 132 | 133 | 134 | 135 | 136 | 139) true ;; *) false ;; esac; }
 
 # The marks a failure's text carries when it proves our library wrong
 # whatever the timing (harnesses word their reasons so).
-NO_RERUN_RE='wrong library|WRONG BINDING|did not load|loaded librdmacm|does not map|on our library|killed by SIG|mismatch|differs|did not cross|crossed lo|on kernel TCP'
+NO_RERUN_RE='wrong library|WRONG BINDING|did not load|loaded librdmacm|does not map|on our library|killed by SIG(ILL|TRAP|ABRT|BUS|FPE|SEGV)|mismatch|differs|did not cross|crossed lo|on kernel TCP'
 SANITIZER_RE='ERROR: (Address|Leak|Memory)Sanitizer|WARNING: ThreadSanitizer|runtime error: |SUMMARY: UndefinedBehaviorSanitizer'
 
 # rerun_allowed WHY DIR: 0 if a case that failed with WHY, its logs in DIR,
