@@ -174,15 +174,19 @@ has_line() {
 PASSED=0 FAILED=0 RUN=0 RERUN=no
 FAILURES=()
 
-# twice FUNCTION ARGS...: runs one case (run_pair, run_fail, run_stall); if it
-# failed and the rerun rule allows, once more at once (the second verdict
-# counts). A deferred pair's exit is judged once, at the end.
+# twice FUNCTION ARGS...: runs one case; if it failed and the rerun rule
+# allows, once more at once (the second verdict counts). A deferred pair's
+# exit is judged once, at the end. run_pair, run_fail and run_stall are the
+# cases (pair_once, fail_once, stall_once) run so.
 twice() {
 	RERUN=allowed
 	"$@"
 	[ "$RERUN" != now ] || { RERUN=no; "$@"; }
 	RERUN=no
 }
+run_pair() { twice pair_once "$@"; }
+run_fail() { twice fail_once "$@"; }
+run_stall() { twice stall_once "$@"; }
 
 # new_case NAME: 0 if the case is selected (sets DIR, PORT, T0), else 1.
 new_case() {
@@ -409,8 +413,8 @@ finish_pair() {
 # define_pair): "client pid|tool|lib|server who|client who|args|RUN|DIR|seconds|case".
 DEFERRED=()
 
-# run_pair TOOL LIB SERVER_WHO CLIENT_WHO "ARGS"
-run_pair() {
+# pair_once TOOL LIB SERVER_WHO CLIENT_WHO "ARGS"
+pair_once() {
 	local tool=$1 lib=$2 sw=$3 cw=$4 args=$5 cpid i rc
 	new_case "pair $tool $lib srv=$sw cli=$cw${args:+ $args}" || return 0
 	TOOLS_TIMEOUT=$PEER_TIMEOUT
@@ -487,10 +491,10 @@ finish_deferred() {
 
 # --- failure paths of our tools --------------------------------------------------------
 
-# run_fail NAME LIB STATUS REGEX SECONDS ARGV...: our tool ARGV (its name
+# fail_once NAME LIB STATUS REGEX SECONDS ARGV...: our tool ARGV (its name
 # first) must exit with STATUS ("nonzero" or a number) within SECONDS, and
 # print a line matching REGEX (stdout or stderr).
-run_fail() {
+fail_once() {
 	local name=$1 lib=$2 want=$3 re=$4 max=$5 tool=$6 rc secs limit
 	shift 6
 	new_case "fail $tool $lib $name" || return 0
@@ -518,12 +522,12 @@ run_fail() {
 	end_case
 }
 
-# run_stall TOOL LIB SERVER_WHO CLIENT_WHO STOPPED: a pair where one side
+# stall_once TOOL LIB SERVER_WHO CLIENT_WHO STOPPED: a pair where one side
 # (STOPPED: server or client) is stopped with SIGSTOP once the exchange is
 # under way (rping: after 3 pings; the others: as soon as the server
 # listens). The other side, which is ours, must fail within the peer timeout
 # (RDMACM_TOOLS_TIMEOUT=STALL_TIMEOUT) and say so; then the stopped one is killed.
-run_stall() {
+stall_once() {
 	local tool=$1 lib=$2 sw=$3 cw=$4 stopped=$5 cpid='' victim='' live side=client limit
 	new_case "stall $tool $lib srv=$sw cli=$cw stopped=$stopped" || return 0
 	TOOLS_TIMEOUT=$STALL_TIMEOUT
@@ -582,7 +586,7 @@ run_all() {
 			# library), the first case of each tool is enough unless --full.
 			[ "$lib" = ref ] && [ "$FULL" = 0 ] && [[ $seen == *" ${c%%|*} "* ]] && continue
 			for who in "${PAIRINGS[@]}"; do
-				twice run_pair "${c%%|*}" "$lib" "${who% *}" "${who#* }" "${c#*|}"
+				run_pair "${c%%|*}" "$lib" "${who% *}" "${who#* }" "${c#*|}"
 			done
 			seen+="${c%%|*} "
 		done
@@ -590,11 +594,11 @@ run_all() {
 	for lib in "${lib_list[@]}"; do
 		local ip=$RXE_IP bad=no.such.host.invalid far=169.254.77.99
 		# No server: rejected at once (nothing listens on the port).
-		twice run_fail no-server "$lib" nonzero 'REJECTED' 10 rping -c -a "$ip" -p 7999 -C 1
-		twice run_fail no-server "$lib" nonzero 'REJECTED' 10 ucmatose -s "$ip" -p 7999
-		twice run_fail no-server "$lib" nonzero 'REJECTED|UNREACHABLE' 15 udaddy -s "$ip"
-		twice run_fail no-server "$lib" nonzero 'REJECTED' 15 cmtime -s "$ip" -p 7999 -c 5
-		twice run_fail no-server "$lib" nonzero 'rdma_connect.*(refused|failed)' 10 rdma_client -s "$ip" -p 7999
+		run_fail no-server "$lib" nonzero 'REJECTED' 10 rping -c -a "$ip" -p 7999 -C 1
+		run_fail no-server "$lib" nonzero 'REJECTED' 10 ucmatose -s "$ip" -p 7999
+		run_fail no-server "$lib" nonzero 'REJECTED|UNREACHABLE' 15 udaddy -s "$ip"
+		run_fail no-server "$lib" nonzero 'REJECTED' 15 cmtime -s "$ip" -p 7999 -c 5
+		run_fail no-server "$lib" nonzero 'rdma_connect.*(refused|failed)' 10 rdma_client -s "$ip" -p 7999
 		# Bad addresses: a name that does not resolve; a neighbour that never answers ARP.
 		for tool in rping ucmatose udaddy cmtime rdma_client mckey; do
 			case $tool in
@@ -603,32 +607,32 @@ run_all() {
 			*) args="-s" ;;
 			esac
 			# shellcheck disable=SC2086 # $args are words
-			twice run_fail bad-name "$lib" nonzero "$bad" 10 $tool $args "$bad"
+			run_fail bad-name "$lib" nonzero "$bad" 10 $tool $args "$bad"
 		done
-		twice run_fail unreachable "$lib" nonzero 'ADDR_ERROR|timed out' 15 rping -c -a "$far" -C 1
-		twice run_fail unreachable "$lib" nonzero 'ADDR_ERROR|timed out' 15 ucmatose -s "$far"
-		twice run_fail unreachable "$lib" nonzero 'ADDR_ERROR|timed out' 15 udaddy -s "$far"
-		twice run_fail unreachable "$lib" nonzero 'ADDR_ERROR|timed out' 15 cmtime -s "$far" -c 2 -r 0
-		twice run_fail unreachable "$lib" nonzero 'rdma_create_ep.*(timed out|unreachable)' 15 rdma_client -s "$far"
-		twice run_fail unreachable "$lib" nonzero 'failed|ERROR|invalid' 15 mckey -m "$far" -b "$ip"
+		run_fail unreachable "$lib" nonzero 'ADDR_ERROR|timed out' 15 rping -c -a "$far" -C 1
+		run_fail unreachable "$lib" nonzero 'ADDR_ERROR|timed out' 15 ucmatose -s "$far"
+		run_fail unreachable "$lib" nonzero 'ADDR_ERROR|timed out' 15 udaddy -s "$far"
+		run_fail unreachable "$lib" nonzero 'ADDR_ERROR|timed out' 15 cmtime -s "$far" -c 2 -r 0
+		run_fail unreachable "$lib" nonzero 'rdma_create_ep.*(timed out|unreachable)' 15 rdma_client -s "$far"
+		run_fail unreachable "$lib" nonzero 'failed|ERROR|invalid' 15 mckey -m "$far" -b "$ip"
 		# Bad options: rdma-core's statuses (rping EINVAL, the others 1) and a usage text.
-		twice run_fail bad-option "$lib" 22 'usage' 5 rping -x
-		twice run_fail bad-value "$lib" 22 'invalid size' 5 rping -c -a "$ip" -S 5
-		twice run_fail no-role "$lib" 22 'usage' 5 rping -a "$ip"
+		run_fail bad-option "$lib" 22 'usage' 5 rping -x
+		run_fail bad-value "$lib" 22 'invalid size' 5 rping -c -a "$ip" -S 5
+		run_fail no-role "$lib" 22 'usage' 5 rping -a "$ip"
 		for tool in ucmatose udaddy mckey cmtime rdma_server rdma_client; do
-			twice run_fail bad-option "$lib" 1 'usage' 5 "$tool" -x
+			run_fail bad-option "$lib" 1 'usage' 5 "$tool" -x
 		done
-		twice run_fail bad-value "$lib" 1 'invalid connections' 5 ucmatose -c zero
-		twice run_fail no-group "$lib" 1 'multicast' 5 mckey -s
+		run_fail bad-value "$lib" 1 'invalid connections' 5 ucmatose -c zero
+		run_fail no-group "$lib" 1 'multicast' 5 mckey -s
 		# A peer that stops answering: ours fails within the peer timeout.
-		twice run_stall rping "$lib" ours ours client
-		twice run_stall rping "$lib" ours theirs client
-		twice run_stall rping "$lib" ours ours server
-		twice run_stall rping "$lib" theirs ours server
-		twice run_stall ucmatose "$lib" theirs ours server
-		twice run_stall udaddy "$lib" theirs ours server
-		twice run_stall cmtime "$lib" theirs ours server
-		twice run_stall rdma_server "$lib" theirs ours server
+		run_stall rping "$lib" ours ours client
+		run_stall rping "$lib" ours theirs client
+		run_stall rping "$lib" ours ours server
+		run_stall rping "$lib" theirs ours server
+		run_stall ucmatose "$lib" theirs ours server
+		run_stall udaddy "$lib" theirs ours server
+		run_stall cmtime "$lib" theirs ours server
+		run_stall rdma_server "$lib" theirs ours server
 	done
 	# The verdicts of the pairs whose client is still exiting.
 	finish_deferred
