@@ -71,17 +71,16 @@ expect_lib() {
 # A server and a client of rdma-core's TOOL, no environment variables, both
 # on the expected library, both exit 0 and packets left through rxe0.
 pair() {
-	local want=$1 tool=$2 before spid cpid slib clib srv cli rc=0
+	local want=$1 tool=$2 before spid cpid slib clib srv cli port rc=0 wr=0
 	case $tool in
-	rping) srv=(rping -s -a "$RXE_IP" -C 10 -v); cli=(rping -c -a "$RXE_IP" -C 10 -v) ;;
-	ucmatose) srv=(ucmatose); cli=(ucmatose -s "$RXE_IP") ;;
+	rping) srv=(rping -s -a "$RXE_IP" -C 10 -v); cli=(rping -c -a "$RXE_IP" -C 10 -v) port=7174 ;;
+	ucmatose) srv=(ucmatose); cli=(ucmatose -s "$RXE_IP") port=7471 ;;
 	esac
 	before=$(cat "$sent")
 	env -i PATH=/usr/bin:/bin "${srv[@]}" >"$work/srv" 2>&1 & spid=$!
 	slib=$(mapped_lib $spid)
 	# Until it listens (or has died), with a bound.
-	local wr=0
-	wait_ready cm "$([ "$tool" = rping ] && echo 7174 || echo 7471)" $spid 60 || wr=$?
+	wait_ready cm $port $spid 60 || wr=$?
 	[ $wr = 0 ] || { cat "$work/srv"; fail "$tool server: not listening (wait_ready $wr)"; }
 	# The server stopped, the client waits for its answer: it cannot end
 	# before its maps are read.

@@ -9,7 +9,9 @@
 # or a signal (the binaries run on our library), never for a command that is
 # not a GoogleTest binary (the harnesses among them rerun their own cases).
 set -u
-SANITIZER_RE='ERROR: (Address|Leak|Memory)Sanitizer|WARNING: ThreadSanitizer|runtime error: |SUMMARY: UndefinedBehaviorSanitizer'
+# SANITIZER_RE: the harnesses' own (one list of what a sanitizer report looks like).
+# shellcheck source=interop/lib.sh
+. "$(dirname "$(readlink -f "$0")")/interop/lib.sh"
 failed=0 flaky=0
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

@@ -379,7 +379,7 @@ server_status() {
 	if wait_exit "$SPID" "$grace"; then
 		echo "$WAIT_RC" > "$DIR/server.rc"
 		! peer_exit_race "$TOOL" "$WAIT_RC" "$DIR/server.err" "$TOOL $MODE $ARGS (server)" || WAIT_RC=0
-		if [ "$WAIT_RC" != 0 ] && is_signal "$WAIT_RC" && [ "$SRV_SIDE" != sys ]; then
+		if is_signal "$WAIT_RC" && [ "$SRV_SIDE" != sys ]; then
 			WHY="${WHY:+$WHY; }server killed by signal $((WAIT_RC - 128)) on our library"
 		elif [ "$WAIT_RC" != 0 ] && [ -z "$WHY" ]; then
 			if [ "$WAIT_RC" = 124 ] || [ "$WAIT_RC" = 137 ]; then WHY="server timed out"; else WHY="server exit status $WAIT_RC"; fi
