@@ -3,7 +3,7 @@
 # does nothing when everything is already there.
 set -euo pipefail
 PACKAGES=(
-  build-essential cmake pkg-config python3   # toolchain
+  build-essential cmake pkg-config python3   # toolchain; python3 also runs the VM harnesses (tests/rxe/runner)
   libibverbs-dev ibverbs-providers           # libibverbs, the rxe provider
   libgtest-dev                               # unit and integration tests
   librdmacm-dev rdmacm-utils                 # rdma-core: the ABI reference and peer tools
