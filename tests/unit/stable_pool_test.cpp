@@ -16,23 +16,23 @@ namespace {
 
 std::atomic<int> alive{0};
 
-struct Thing {
-  Thing() { alive.fetch_add(1); }
-  ~Thing() { alive.fetch_sub(1); }
+struct Pooled {
+  Pooled() { alive.fetch_add(1); }
+  ~Pooled() { alive.fetch_sub(1); }
   int pub = 0;  // the "public" part a key names, not at the object's start
   char body[300] = {};
 };
 
-const void* key_of(const Thing& t) { return &t.pub; }
-PoolRef<Thing> find(const void* p) { return StablePool<Thing>::get().find(p, key_of); }
+const void* key_of(const Pooled& t) { return &t.pub; }
+PoolRef<Pooled> find(const void* p) { return StablePool<Pooled>::get().find(p, key_of); }
 
 TEST(StablePoolTest, FindsOnlyListedLiveObjectsByTheirKey) {
-  auto& pool = StablePool<Thing>::get();
+  auto& pool = StablePool<Pooled>::get();
   int before = alive.load();
-  PoolRef<Thing> t = pool.make();
+  PoolRef<Pooled> t = pool.make();
   EXPECT_EQ(alive.load(), before + 1);
   EXPECT_FALSE(find(&t->pub)) << "not listed yet";
-  StablePool<Thing>::list(*t);
+  StablePool<Pooled>::list(*t);
   EXPECT_EQ(find(&t->pub).get(), t.get());
   EXPECT_FALSE(find(reinterpret_cast<const char*>(&t->pub) + 1)) << "inside, not at the key";
   EXPECT_FALSE(find(t.get()->body)) << "another member";
@@ -41,7 +41,7 @@ TEST(StablePoolTest, FindsOnlyListedLiveObjectsByTheirKey) {
   EXPECT_FALSE(find(nullptr));
 
   const void* p = &t->pub;
-  StablePool<Thing>::unlist(*t);
+  StablePool<Pooled>::unlist(*t);
   EXPECT_FALSE(find(p)) << "unlisted";
   EXPECT_EQ(alive.load(), before + 1) << "our reference keeps it";
   t.reset();
@@ -50,32 +50,32 @@ TEST(StablePoolTest, FindsOnlyListedLiveObjectsByTheirKey) {
 }
 
 TEST(StablePoolTest, ListingHoldsItsOwnReference) {
-  auto& pool = StablePool<Thing>::get();
+  auto& pool = StablePool<Pooled>::get();
   int before = alive.load();
   const void* p;
   {
-    PoolRef<Thing> t = pool.make();
-    StablePool<Thing>::list(*t);
+    PoolRef<Pooled> t = pool.make();
+    StablePool<Pooled>::list(*t);
     p = &t->pub;
   }
-  PoolRef<Thing> again = find(p);
+  PoolRef<Pooled> again = find(p);
   ASSERT_TRUE(again) << "listed: alive without any other reference";
-  StablePool<Thing>::unlist(*again);
-  StablePool<Thing>::unlist(*again);  // a second unlist lets go of nothing
+  StablePool<Pooled>::unlist(*again);
+  StablePool<Pooled>::unlist(*again);  // a second unlist lets go of nothing
   EXPECT_EQ(alive.load(), before + 1);
   again.reset();
   EXPECT_EQ(alive.load(), before);
 }
 
 TEST(StablePoolTest, AFreedSlotIsReusedLast) {
-  auto& pool = StablePool<Thing>::get();
+  auto& pool = StablePool<Pooled>::get();
   const void* old;
   {
-    PoolRef<Thing> t = pool.make();
+    PoolRef<Pooled> t = pool.make();
     old = t.get();
   }
   // Every other free slot comes first: a stale pointer keeps failing.
-  std::vector<PoolRef<Thing>> others;
+  std::vector<PoolRef<Pooled>> others;
   for (int i = 0; i < 100; ++i) {
     others.push_back(pool.make());
     EXPECT_NE(others.back().get(), old) << "after " << i << " new objects";
@@ -83,21 +83,21 @@ TEST(StablePoolTest, AFreedSlotIsReusedLast) {
 }
 
 TEST(StablePoolTest, GrowsAndKeepsEveryObjectFindable) {
-  auto& pool = StablePool<Thing>::get();
-  std::vector<PoolRef<Thing>> all;
+  auto& pool = StablePool<Pooled>::get();
+  std::vector<PoolRef<Pooled>> all;
   for (int i = 0; i < 2000; ++i) {  // several 64 KiB steps of ~320-byte slots
     all.push_back(pool.make());
     all.back()->pub = i;
-    StablePool<Thing>::list(*all.back());
+    StablePool<Pooled>::list(*all.back());
   }
   size_t listed = pool.listed();
   EXPECT_GE(listed, 2000u);
   for (int i = 0; i < 2000; ++i) {
-    PoolRef<Thing> f = find(&all[i]->pub);
+    PoolRef<Pooled> f = find(&all[i]->pub);
     ASSERT_TRUE(f);
     EXPECT_EQ(f->pub, i);
   }
-  for (auto& t : all) StablePool<Thing>::unlist(*t);
+  for (auto& t : all) StablePool<Pooled>::unlist(*t);
   EXPECT_EQ(pool.listed(), listed - 2000);
 }
 
@@ -129,13 +129,13 @@ TEST(StablePoolTest, ASecondRegionIsSearchedToo) {
 }
 
 TEST(StablePoolTest, FindersRacingTheLastReleaseSeeLiveObjectsOnly) {
-  auto& pool = StablePool<Thing>::get();
+  auto& pool = StablePool<Pooled>::get();
   constexpr int kKeys = 64;
   std::vector<const void*> keys(kKeys);
-  std::vector<PoolRef<Thing>> refs(kKeys);
+  std::vector<PoolRef<Pooled>> refs(kKeys);
   for (int i = 0; i < kKeys; ++i) {
     refs[i] = pool.make();
-    StablePool<Thing>::list(*refs[i]);
+    StablePool<Pooled>::list(*refs[i]);
     keys[i] = &refs[i]->pub;
     refs[i]->pub = 7;
   }
@@ -146,7 +146,7 @@ TEST(StablePoolTest, FindersRacingTheLastReleaseSeeLiveObjectsOnly) {
     finders.emplace_back([&] {
       while (!stop.load()) {
         for (const void* k : keys)
-          if (PoolRef<Thing> t = find(k)) {
+          if (PoolRef<Pooled> t = find(k)) {
             EXPECT_EQ(t->pub, 7);  // a live, built object
             found.fetch_add(1);
           }
@@ -157,15 +157,15 @@ TEST(StablePoolTest, FindersRacingTheLastReleaseSeeLiveObjectsOnly) {
   // finders keep looking up the first keys, live, dead or reused.
   for (int round = 0; round < 2000; ++round) {
     int i = round % kKeys;
-    StablePool<Thing>::unlist(*refs[i]);
+    StablePool<Pooled>::unlist(*refs[i]);
     refs[i].reset();
     refs[i] = pool.make();
     refs[i]->pub = 7;
-    StablePool<Thing>::list(*refs[i]);
+    StablePool<Pooled>::list(*refs[i]);
   }
   stop = true;
   for (auto& t : finders) t.join();
-  for (auto& r : refs) StablePool<Thing>::unlist(*r);
+  for (auto& r : refs) StablePool<Pooled>::unlist(*r);
 }
 
 }  // namespace
