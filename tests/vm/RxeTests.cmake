@@ -75,6 +75,11 @@ function(rdmacm_add_rxe_test)
     TIMEOUT ${ctest_timeout}
     LABELS "${labels}"
     FIXTURES_REQUIRED rdmacm_rxe_vm
-    # A VM keeps two CPUs busy: let `ctest -j` count it as two.
-    PROCESSORS 2)
+    # A VM keeps two CPUs busy: let `ctest -j` count it as two (the suite
+    # runs them with -j4: two VMs side by side).
+    PROCESSORS 2
+    # On a first run (no cost data yet) ctest starts the costliest first: the
+    # time limit stands for the length, so that the long tests do not end up
+    # running alone at the end of a -j run.
+    COST ${arg_TIMEOUT})
 endfunction()
