@@ -17,6 +17,7 @@ import argparse
 import os
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, HERE)
 REPO = os.path.realpath(os.path.join(HERE, '../../..'))
