@@ -1,10 +1,10 @@
 # shellcheck shell=bash
-# Sourced by the bench scripts: the interop harness's helpers (now_us,
+# Sourced by the bench scripts: the shell helpers of tests/rxe/procs.sh (now_us,
 # sent_pkts, cm_listening, tcp_listening, wait_ready, wait_exit, stop_proc,
 # RSTREAM_RESULT_RE), and the checks every benchmark makes so that a run that
 # did not measure what its column says fails instead of printing a number.
-# shellcheck source=tests/rxe/interop/lib.sh
-. "$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)/../tests/rxe/interop/lib.sh"
+# shellcheck source=tests/rxe/procs.sh
+. "$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)/../tests/rxe/procs.sh"
 
 # preloadable PATH: 0 if the dynamic loader preloads PATH. It ignores a
 # preload it cannot load with one line on stderr and runs the program anyway,
@@ -32,7 +32,7 @@ server_listens() {
 	return 1
 }
 
-# stop_server PID: stop_proc (tests/rxe/interop/lib.sh) under `set -e`. It
+# stop_server PID: stop_proc (tests/rxe/procs.sh) under `set -e`. It
 # reaps a server that has already exited with `wait`, whose status (the
 # server's) would end a set -e script right there, before it says why.
 stop_server() { stop_proc "$1" || :; }

@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 build=$(readlink -f "$1")
 tools=$build/examples
 # Readiness (the kernel's view of listening ids) and bounded process control.
-. tests/rxe/interop/lib.sh
+# shellcheck source=../tests/rxe/procs.sh
+. tests/rxe/procs.sh
 
 ip=${RXE_IP:-}
 if [ -z "$ip" ]; then

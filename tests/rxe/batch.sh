@@ -9,9 +9,9 @@
 # or a signal (the binaries run on our library), never for a command that is
 # not a GoogleTest binary (the harnesses among them rerun their own cases).
 set -u
-# SANITIZER_RE: the harnesses' own (one list of what a sanitizer report looks like).
-# shellcheck source=interop/lib.sh
-. "$(dirname "$(readlink -f "$0")")/interop/lib.sh"
+# A sanitizer report is judged by the harnesses' own rule (one list of what
+# such a report looks like: tests/rxe/runner/judge.py).
+judge=$(dirname "$(readlink -f "$0")")/runner/run.py
 failed=0 flaky=0
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
@@ -19,7 +19,7 @@ for cmd in "$@"; do
 	echo "=== $cmd"
 	bash -c "$cmd" 2>&1 | tee "$out"
 	rc=${PIPESTATUS[0]}
-	if [ "$rc" != 0 ] && [ "$rc" -lt 128 ] && ! grep -Eq -- "$SANITIZER_RE" "$out"; then
+	if [ "$rc" != 0 ] && [ "$rc" -lt 128 ] && ! "$judge" judge sanitizer "$out"; then
 		# gtest prints each failed test twice (as it ends and in the summary).
 		tests=$(sed -n 's/^\[  FAILED  \] \([A-Za-z0-9_/]*\.[A-Za-z0-9_/]*\)\( (.*\)\{0,1\}$/\1/p' "$out" | sort -u)
 		if [ -n "$tests" ]; then

@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
       std::string want = reference ? (ref.count(r.name) ? ref[r.name] : "unmeasured") : r.ours;
       bool ok = want == "any" || got == want;
       if (!ok && (reference || got.rfind("SIG", 0) != 0)) {
-        // The rerun rule (tests/rxe/interop/lib.sh): a wrong answer runs once
+        // The rerun rule (tests/rxe/runner/judge.py): a wrong answer runs once
         // more at once, and the second counts; never after a signal in a
         // process on our library.
         std::printf("FLAKY misuse %s: got %s, want %s\n", r.name.c_str(), got.c_str(), want.c_str());
