@@ -277,6 +277,16 @@ TEST_F(Concurrency, MigrateRacingTheReaders) {
     for (int round = 0; round < 200; ++round) {
       for (size_t k = 0; k < ids.size(); ++k) {
         rdma_cm_id* id = ids[k];
+        // One ADDR_RESOLVED of an id in flight at a time, as from the kernel
+        // (an id resolves its address once): two readers translating two of
+        // one id's at once write its address from two threads, which no
+        // kernel can make happen (TSan saw it in one run of this test).
+        auto until = std::chrono::steady_clock::now() + test::scaled(4s);
+        while (a.count(id, RDMA_CM_EVENT_ADDR_RESOLVED) + b.count(id, RDMA_CM_EVENT_ADDR_RESOLVED) <
+               resolved[k]) {
+          ASSERT_LT(std::chrono::steady_clock::now(), until) << "id " << k << "'s last ADDR_RESOLVED";
+          std::this_thread::sleep_for(100us);
+        }
         // ADDR_RESOLVED makes the reader query the kernel through the id's
         // channel while it moves.
         fake.queue_event(id->channel->fd, uid(id), RDMA_CM_EVENT_ADDR_RESOLVED, 0);
