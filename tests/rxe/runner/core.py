@@ -1,16 +1,21 @@
 """What every harness needs: time, bounded processes, readiness, rxe's
 counter, the binding evidence, log tails.
 
-Every process runs under `timeout -k 2 N` (its status: 124 or 137 when the
-limit ended it, 128 + the signal when a signal did); nothing waits without a
-bound, and every wait polls its condition (never a fixed sleep).
+Every process runs under a time limit, kept here as `timeout -k 2 N` would
+keep it (its status: 124 or 137 when the limit ended it, 128 + the signal
+when a signal did), without `timeout` and `env` in front of it: in the TCG VM
+each exec costs ~70 ms of CPU. Nothing waits without a bound, and every wait
+polls its condition (never a fixed sleep).
 """
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+
+import nldev
 
 SYSLIB = os.environ.get('RDMACM_SYSTEM_LIB', '/usr/lib/x86_64-linux-gnu/librdmacm.so.1')
 RXE_DEV = os.environ.get('RXE_DEV') or 'rxe0'
@@ -80,26 +85,83 @@ def arg_after(flag, args):
 # --- processes -----------------------------------------------------------------------
 
 PROCS = []  # every background process, stopped at exit
+# The harness's own variables, never inherited by a process it starts.
+UNSET = ('LD_PRELOAD', 'LD_LIBRARY_PATH', 'LD_DEBUG', 'LD_DEBUG_OUTPUT')
+KILL_AFTER = 2  # seconds between the limit's SIGTERM and its SIGKILL (timeout -k 2)
+
+
+class Limit(str):
+    """The head of a command: SECS of time, then NAME=VALUE words (as env(1)
+    takes them), then the program and its arguments. Shown (in logs) as the
+    `timeout` it stands for."""
+    def __new__(cls, secs):
+        s = super().__new__(cls, 'timeout -k %d %s' % (KILL_AFTER, secs))
+        s.secs = secs
+        return s
+
+
+def limited(secs):
+    """The prefix that bounds a process to SECS and clears what the harness sets itself."""
+    return [Limit(secs)]
 
 
 def status(p):
-    """A finished process's status as the shell reports it (128 + signal)."""
+    """A finished process's status as the shell reports it (128 + signal;
+    124 when its limit stopped it with SIGTERM, 137 with SIGKILL)."""
+    if getattr(p, 'limit_hit', None):
+        return 124 if p.limit_hit == signal.SIGTERM else 137
     rc = p.returncode
     return 128 - rc if rc < 0 else rc
 
 
+def _watch():
+    """The limits: SIGTERM to a process group at its deadline, SIGKILL KILL_AFTER later."""
+    while True:
+        t = now()
+        for p in list(PROCS):
+            d = getattr(p, 'deadline', None)
+            if d is None or t < d or p.poll() is not None:
+                continue
+            sig = signal.SIGTERM if not p.limit_hit else signal.SIGKILL
+            if sig == signal.SIGKILL and t < d + KILL_AFTER:
+                continue
+            p.limit_hit = sig
+            try:
+                os.killpg(p.pid, sig)
+            except OSError:
+                pass
+            if sig == signal.SIGKILL:
+                p.deadline = None
+        time.sleep(0.1)
+
+
+_watcher = []
+
+
 def start(argv, out, err, append=False, stdin=None):
-    """Starts ARGV in the background, stdout and stderr to files (appended
-    to with APPEND), stdin from the file STDIN or /dev/null."""
+    """Starts ARGV in the background (in a process group of its own), stdout
+    and stderr to files (appended to with APPEND), stdin from the file STDIN
+    or /dev/null. ARGV may begin with limited(SECS) and NAME=VALUE words."""
+    argv, env, deadline = list(argv), None, None
+    if argv and isinstance(argv[0], Limit):
+        deadline = now() + argv.pop(0).secs
+        env = {k: v for k, v in os.environ.items() if k not in UNSET}
+        while argv and re.match(r'^[A-Za-z_][A-Za-z0-9_]*=', argv[0]):
+            k, v = argv.pop(0).split('=', 1)
+            env[k] = v
     mode = 'ab' if append else 'wb'
     with open(out, mode) as o, open(err, mode) as e, open(stdin or os.devnull, 'rb') as i:
-        p = subprocess.Popen(argv, stdout=o, stderr=e, stdin=i)
+        p = subprocess.Popen(argv, stdout=o, stderr=e, stdin=i, env=env, start_new_session=True)
+    p.deadline, p.limit_hit = deadline, None
     PROCS.append(p)
+    if deadline is not None and not _watcher:
+        _watcher.append(threading.Thread(target=_watch, daemon=True))
+        _watcher[0].start()
     return p
 
 
 def run(argv, out, err, append=False, stdin=None):
-    """Runs ARGV in the foreground; its status."""
+    """Runs ARGV in the foreground (its limit ends it); its status."""
     p = start(argv, out, err, append, stdin)
     p.wait()
     return status(p)
@@ -119,11 +181,11 @@ def wait_exit(p, secs):
 
 
 def stop_proc(p):
-    """Stops a background `timeout` (its own process group) and everything under it."""
+    """Stops a background process (its own process group) and everything under it."""
     if p.poll() is not None:
         return
     try:
-        p.send_signal(signal.SIGTERM)
+        os.killpg(p.pid, signal.SIGTERM)
     except OSError:
         pass
     if wait_exit(p, 3) is not None:
@@ -153,28 +215,11 @@ def on_signals():
     signal.signal(signal.SIGTERM, handler)
 
 
-def prog_pid(pid):
-    """The program a `timeout ... env ... prog` started (env execs prog): the
-    first child of PID, or None."""
-    kids = read('/proc/%d/task/%d/children' % (pid, pid))
-    if kids is None:  # a kernel without CONFIG_PROC_CHILDREN: every process's parent
-        kids = ' '.join(p for p in os.listdir('/proc') if p.isdigit() and
-                        (read('/proc/%s/stat' % p, '').rpartition(')')[2].split() or ['', ''])[1] == str(pid))
-    kids = kids.split()
-    return int(kids[0]) if kids else None
-
-
 def stop_signal(pid, sig):
     try:
         os.kill(pid, sig)
     except OSError:
         pass
-
-
-def timeout_env(secs):
-    """The prefix that bounds a process and clears what the harness sets itself."""
-    return ['timeout', '-k', '2', str(secs), 'env', '-u', 'LD_PRELOAD', '-u', 'LD_LIBRARY_PATH',
-            '-u', 'LD_DEBUG', '-u', 'LD_DEBUG_OUTPUT']
 
 
 # --- rxe and readiness ------------------------------------------------------------
@@ -193,8 +238,7 @@ def lo_bytes():
 
 def cm_listening(port):
     """An rdma_cm id listens on PORT (as the kernel's resource tracker sees it)."""
-    r = subprocess.run(['rdma', 'res', 'show', 'cm_id'], capture_output=True, text=True)
-    return re.search(r'state LISTEN .*src-addr [^ ]*:%s( |$)' % port, r.stdout, re.M) is not None
+    return int(port) in nldev.listening_ports()
 
 
 def _sockets(kind, port, state):
@@ -284,6 +328,38 @@ def bindings(prefix, sym, rsockets):
             if needle in line:
                 hit = t
     return files, targets, hit, n
+
+
+def kmsg_mark():
+    """A mark in the kernel's log: /dev/kmsg opened at its end (None if it
+    cannot be read). Cheaper than a `dmesg` per case (~150 ms in the VM)."""
+    try:
+        fd = os.open('/dev/kmsg', os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    os.lseek(fd, 0, os.SEEK_END)
+    return fd
+
+
+def kmsg_since(mark):
+    """The kernel's messages logged since MARK (which it closes)."""
+    lines = []
+    if mark is None:
+        return lines
+    try:
+        while True:
+            try:
+                rec = os.read(mark, 8192)
+            except BlockingIOError:
+                break
+            except BrokenPipeError:  # records overwritten meanwhile: go on from the oldest left
+                continue
+            if not rec:
+                break
+            lines.append(rec.decode(errors='replace').partition(';')[2].split('\n')[0])
+    finally:
+        os.close(mark)
+    return lines
 
 
 def tail_file(path, n, title):

@@ -43,7 +43,7 @@ Output: one line per case `PASS|FAIL <tool> <mode> <args> (<seconds>s)`, for a
 failure the reason and the tails of the server's and client's logs, and last
 `N passed, M failed` alone on a line. Exit status 0 only if all passed.
 
-Each process runs under `timeout -k 2 N`; servers are waited for until the
+Each process runs under a time limit (core.limited); servers are waited for until the
 kernel shows their rdma_cm id (or TCP socket, qperf) listening, or (mckey)
 their QP attached to the group, with a bound, and always stopped. Every
 process runs with LD_DEBUG=bindings: a case passes only if the server's and
@@ -56,7 +56,6 @@ import filecmp
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 
 import core
@@ -349,7 +348,7 @@ class Interop:
     # --- processes ----------------------------------------------------------------------------
 
     def build_cmd(self, c, role, side, t, argv):
-        """ARGV as ROLE on library SIDE under `timeout -k 2 T`, with
+        """ARGV as ROLE on library SIDE limited to T seconds, with
         LD_DEBUG=bindings written to DIR/ROLE.bind.<pid> and, with --strace on
         our side, strace -f into DIR/ROLE.strace.
           preload  LD_PRELOAD=<ours>
@@ -361,7 +360,7 @@ class Interop:
                'libpath': ['LD_LIBRARY_PATH=' + self.ourdir] + (['LD_PRELOAD=' + first] if first else []),
                'sys': []}[side]
         env += ['LD_DEBUG=bindings', 'LD_DEBUG_OUTPUT=%s/%s.bind' % (c.dir, role)]
-        cmd = core.timeout_env(t)
+        cmd = core.limited(t)
         if self.o.strace and side != 'sys':
             # The environment goes to the traced program only, not to strace itself.
             cmd += ['strace', '-f', '-qq', '-tt', '-s', '48', '-o', '%s/%s.strace' % (c.dir, role),
@@ -437,7 +436,7 @@ class Interop:
     def run_case(self, tool, args, mode, rerun):
         """One case in one mode; True if it is to run once more."""
         self.run += 1
-        c = self.setup(tool, args, mode, self.run, now(), self.dmesg_lines())
+        c = self.setup(tool, args, mode, self.run, now(), core.kmsg_mark())
         d = c.dir
         os.makedirs(d, exist_ok=True)
         if tool == 'rcopy':
@@ -502,14 +501,11 @@ class Interop:
             self.finish_case(c, False)
         self.deferred = []
 
-    def dmesg_lines(self):
-        r = subprocess.run(['dmesg'], capture_output=True, text=True, errors='replace')
-        return r.stdout.splitlines()
-
     def finish_case(self, c, rerun):
         """Stops the server, runs the checks and the binding evidence, prints
         the verdict and counts it; True if the case is to run once more."""
         ev, bok, b2 = '', True, ''
+        kmsg = core.kmsg_since(c.d0)
         if c.sp:
             core.stop_proc(c.sp)
         d = c.dir
@@ -560,7 +556,7 @@ class Interop:
                             ('client.out', 12, 'client stdout'), ('client.err', 12, 'client stderr'),
                             ('server.strace', 25, 'server strace'), ('client.strace', 25, 'client strace')):
             core.tail_file('%s/%s' % (d, f), n, title)
-        new = [x for x in self.dmesg_lines()[len(c.d0):] if 'speed is unknown' not in x][-8:]
+        new = [x for x in kmsg if 'speed is unknown' not in x][-8:]
         with open(d + '/dmesg', 'w') as f:
             f.write(''.join(x + '\n' for x in new))
         if new:

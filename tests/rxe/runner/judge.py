@@ -95,10 +95,11 @@ def known_race(tool, d, mode, args):
 
 
 def is_signal(status):
-    """STATUS is that of a process a crash ended (under `timeout`, 128 + the
-    signal): SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV. Only those:
-    rdma-core's tools exit with a negative errno, which reads as 128 +
-    something too (ucmatose's "return status -110" is 146)."""
+    """STATUS is that of a process a crash ended (128 + the signal, as the
+    shell and core.status report it): SIGILL, SIGTRAP, SIGABRT, SIGBUS,
+    SIGFPE, SIGSEGV. Only those: rdma-core's tools exit with a negative
+    errno, which reads as 128 + something too (ucmatose's "return status
+    -110" is 146)."""
     return str(status) in ('132', '133', '134', '135', '136', '139')
 
 

@@ -29,8 +29,8 @@ Soft-RoCE VM).
 
 Environment: RXE_IP (required: the RDMA device's IPv4 address), RXE_DEV (rxe0).
 
-Every process of every case runs with LD_PRELOAD=<the preload> under
-`timeout`, so no hang outlives its case. A case passes only if
+Every process of every case runs with LD_PRELOAD=<the preload> under a
+time limit (core.limited), so no hang outlives its case. A case passes only if
   - its programs did their job (exit statuses, result lines, files compared,
     values read back), and a server that serves until stopped (memcached,
     sockperf, redis) is alive and idle (under half a CPU over a second) once
@@ -108,12 +108,12 @@ class Preload:
             c.why = text
 
     def preload_cmd(self, c, role, t, argv):
-        """ARGV as process ROLE under `timeout -k 2 T`, preloaded,
+        """ARGV as process ROLE limited to T seconds, preloaded,
         LD_DEBUG=files into DIR/ROLE.ld.<pid>, extra environment c.extra_env."""
         env = ['LD_PRELOAD=' + self.lib, 'LD_DEBUG=files', 'LD_DEBUG_OUTPUT=%s/%s.ld' % (c.dir, role)] + c.extra_env
         if self.rdmacm:
             env.append('LD_LIBRARY_PATH=' + os.path.dirname(self.rdmacm))
-        cmd = core.timeout_env(self.tmo(t))
+        cmd = core.limited(self.tmo(t))
         if self.o.strace:
             cmd += ['strace', '-f', '-qq', '-tt', '-s', '64', '-o', '%s/%s.strace' % (c.dir, role)]
             for e in env:
@@ -126,11 +126,11 @@ class Preload:
         return cmd + argv
 
     def prog_pid(self, p):
-        """The program's pid under a `timeout` (timeout -> env, exec'd into the program; strace: its child)."""
-        k = core.prog_pid(p.pid)
-        if self.o.strace and k:
-            k = core.prog_pid(k)
-        return k
+        """The program's pid (under --strace: strace's first child)."""
+        if not self.o.strace:
+            return p.pid
+        kids = core.read('/proc/%d/task/%d/children' % (p.pid, p.pid), '').split()
+        return int(kids[0]) if kids else None
 
     def srv(self, c, role, ready, port, t, *argv):
         """Starts a server in the background (c.srv_pid[ROLE]) and waits until

@@ -26,7 +26,7 @@ a peer that stops answering).
 Environment: RXE_IP (required: the device's IPv4 address).
 Output: `PASS|FAIL <case> (<s>s)`, for a failure the reason and log tails,
 and last `N passed, M failed` alone on a line. Exit status 0 only if all
-passed. Every process runs under `timeout -k 2 N`; servers are waited for
+passed. Every process runs under a time limit (core.limited); servers are waited for
 until they listen (or, mckey, until they have joined) with a bound, and
 always stopped. Each process runs with LD_DEBUG=bindings and a case passes
 only if its rdma_* calls went to the library the case says.
@@ -123,6 +123,10 @@ def case_name(c):
     return 'stall %s %s srv=%s cli=%s stopped=%s' % (tool, lib, sw, cw, stopped)
 
 
+# coreutils' helper behind stdbuf(1).
+STDBUF_LIB = '/usr/libexec/coreutils/libstdbuf.so'
+
+
 class Case:
     """One attempt at a case: its number, port, directory and verdict."""
 
@@ -145,16 +149,17 @@ class Tools:
         return shutil.which(tool) or '/usr/bin/' + tool
 
     def mkcmd(self, c, role, who, lib, t, argv):
-        """ARGV as ROLE under `timeout -k 2 T`, our tools (WHO=ours) on library
+        """ARGV as ROLE limited to T seconds, our tools (WHO=ours) on library
         LIB, with LD_DEBUG=bindings into DIR/ROLE.bind.<pid>."""
-        cmd = core.timeout_env(t) + ['LD_DEBUG=bindings', 'LD_DEBUG_OUTPUT=%s/%s.bind' % (c.dir, role),
+        cmd = core.limited(t) + ['LD_DEBUG=bindings', 'LD_DEBUG_OUTPUT=%s/%s.bind' % (c.dir, role),
                                      'RDMACM_TOOLS_TIMEOUT=%d' % c.tools_timeout]
         if who == 'ours':
             cmd += {'ours': ['LD_LIBRARY_PATH=' + self.ourdir], 'ref': ['LD_PRELOAD=' + core.SYSLIB]}.get(lib, [])
         else:
             # rdma-core's tools buffer stdout in a file: line-buffer it, so
             # that what they print can be waited for (and survives a kill).
-            cmd += ['stdbuf', '-oL']
+            # What `stdbuf -oL` sets, without its exec.
+            cmd += ['LD_PRELOAD=' + STDBUF_LIB, '_STDBUF_O=L']
         return cmd + list(argv)
 
     def realpath_of(self, p):
@@ -504,9 +509,8 @@ class Tools:
         victim = cp = None
         if self.start_server(c, sw, lib, 120):
             if stopped == 'server':
-                victim = core.prog_pid(c.sp.pid)
-                if victim:
-                    core.stop_signal(victim, signal.SIGSTOP)
+                victim = c.sp.pid
+                core.stop_signal(victim, signal.SIGSTOP)
             cp = core.start(self.client_cmd(c, cw, lib, 120), c.dir + '/client.out', c.dir + '/client.err')
             live = cp
             if stopped == 'client':
@@ -514,9 +518,8 @@ class Tools:
                 if core.wait_line(c.dir + '/client.out', '^ping data: rdma-ping-2:', cp, self.scaled(20)) != 0:
                     c.why = 'the client did not get 3 pings through'
                 else:
-                    victim = core.prog_pid(cp.pid)
-                    if victim:
-                        core.stop_signal(victim, signal.SIGSTOP)
+                    victim = cp.pid
+                    core.stop_signal(victim, signal.SIGSTOP)
             c.t0 = now()  # timed from the stop on
             if not c.why:
                 rc = core.wait_exit(live, limit)
