@@ -16,6 +16,7 @@ failed=0 flaky=0
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 for cmd in "$@"; do
+	t0=$SECONDS
 	echo "=== $cmd"
 	bash -c "$cmd" 2>&1 | tee "$out"
 	rc=${PIPESTATUS[0]}
@@ -38,7 +39,8 @@ for cmd in "$@"; do
 			rc=${PIPESTATUS[0]}
 		fi
 	fi
-	if [ "$rc" = 0 ]; then echo "=== PASS: $cmd"; else echo "=== FAIL ($rc): $cmd"; failed=$((failed + 1)); fi
+	t=$((SECONDS - t0))
+	if [ "$rc" = 0 ]; then echo "=== PASS (${t} s): $cmd"; else echo "=== FAIL ($rc, ${t} s): $cmd"; failed=$((failed + 1)); fi
 done
 [ "$flaky" = 0 ] || echo "=== $flaky GoogleTest cases needed a rerun (FLAKY lines above)"
 echo "=== $# commands, $failed failed"
