@@ -9,12 +9,14 @@ polls its condition (never a fixed sleep).
 """
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
 
+import judge
 import nldev
 
 SYSLIB = os.environ.get('RDMACM_SYSTEM_LIB', '/usr/lib/x86_64-linux-gnu/librdmacm.so.1')
@@ -360,6 +362,33 @@ def kmsg_since(mark):
     finally:
         os.close(mark)
     return lines
+
+
+def save_logs(save, dirs):
+    """Copies DIRS into SAVE, after removing SAVE's NN-* directories of an earlier run."""
+    os.makedirs(save, exist_ok=True)
+    for e in os.listdir(save):
+        if re.match('[0-9][0-9]-', e) and os.path.isdir(os.path.join(save, e)):
+            shutil.rmtree(os.path.join(save, e), ignore_errors=True)
+    for d in dirs:
+        shutil.copytree(d, os.path.join(save, os.path.basename(d)), dirs_exist_ok=True)
+
+
+def end_run(harness, counts, failed, failures, logroot, keep, save='', saved=()):
+    """The end of a harness's run: FAILURES listed, the case directories
+    SAVED copied to SAVE, LOGROOT removed unless something FAILED or KEEP,
+    the rerun counts, and last COUNTS alone on a line. Its exit status."""
+    if failures:
+        say('%s: failed:' % harness, *['  ' + f for f in failures])
+    if save:
+        save_logs(save, saved)
+        if saved:
+            say('%s: logs of %d cases copied to %s' % (harness, len(saved), save))
+    if not failed and not keep:
+        shutil.rmtree(logroot, ignore_errors=True)
+    judge.rerun_summary(harness)
+    say(counts)
+    return 0 if not failed else 1
 
 
 def tail_file(path, n, title):

@@ -625,27 +625,8 @@ class Interop:
         self.finish_deferred()
         say('interop: %d processes verified bound to the expected librdmacm; %ss in all'
             % (self.bound, secs_since(t_all)))
-        if self.failed:
-            say('interop: failed:', *['  ' + f for f in self.failures])
-        if o.save:
-            save_logs(o.save, self.failed_dirs)
-            if self.failed_dirs:
-                say('interop: logs of the failed cases copied to ' + o.save)
-        if not self.failed and not o.keep:
-            shutil.rmtree(self.logroot, ignore_errors=True)
-        judge.rerun_summary('interop')
-        say('%d passed, %d failed' % (self.passed, self.failed))
-        return 0 if self.failed == 0 else 1
-
-
-def save_logs(save, dirs):
-    """Copies DIRS into SAVE, after removing SAVE's NN-* directories of an earlier run."""
-    os.makedirs(save, exist_ok=True)
-    for e in os.listdir(save):
-        if re.match('[0-9][0-9]-', e) and os.path.isdir(os.path.join(save, e)):
-            shutil.rmtree(os.path.join(save, e), ignore_errors=True)
-    for d in dirs:
-        shutil.copytree(d, os.path.join(save, os.path.basename(d)), dirs_exist_ok=True)
+        return core.end_run('interop', '%d passed, %d failed' % (self.passed, self.failed), self.failed,
+                            self.failures, self.logroot, o.keep, o.save, self.failed_dirs)
 
 
 def add_options(p, repo):

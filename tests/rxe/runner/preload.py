@@ -61,7 +61,6 @@ import time
 import core
 import judge
 from core import now, say, secs_since
-from interop import save_logs
 
 CASES = ['rstream-sockets', 'rstream-blocking', 'rstream-poll', 'rstream-fork', 'nc-traditional', 'socat-server',
          'socat-client', 'nc-openbsd', 'iperf3', 'memcached', 'sockperf-tcp', 'sockperf-udp', 'redis']
@@ -501,15 +500,10 @@ class Preload:
         say('', '%-6s %-16s %7s %9s %11s  %s' % ('verdict', 'case', 'time', 'rxe pkts', 'lo bytes', 'reason'),
             *self.summary)
         say('preload: %ss in all' % secs_since(t_all))
-        if o.save:
-            save_logs(o.save, self.failed_dirs)
-            if self.failed_dirs:
-                say('preload: logs of the failed and XFAIL cases copied to ' + o.save)
-        if not self.failed and not self.xfailed and not self.keep:
-            shutil.rmtree(self.logroot, ignore_errors=True)
-        judge.rerun_summary('preload')
-        say('%d passed, %d failed, %d expected failures' % (self.passed, self.failed, self.xfailed))
-        return 0 if self.failed == 0 else 1
+        # The logs of the expected failures are kept too (their reasons are the point).
+        return core.end_run('preload', '%d passed, %d failed, %d expected failures'
+                            % (self.passed, self.failed, self.xfailed), self.failed, [], self.logroot,
+                            self.keep or self.xfailed, o.save, self.failed_dirs)
 
 
 def add_options(p, repo):

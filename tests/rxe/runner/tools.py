@@ -576,13 +576,8 @@ class Tools:
         # The verdicts of the pairs whose client is still exiting.
         self.finish_deferred()
         say('tools: %d cases in %ss' % (self.run, secs_since(t_all)))
-        if self.failed:
-            say('tools: failed:', *['  ' + f for f in self.failures])
-        if not self.failed and not self.keep:
-            shutil.rmtree(self.logroot, ignore_errors=True)
-        judge.rerun_summary('tools')
-        say('%d passed, %d failed' % (self.passed, self.failed))
-        return 0 if self.failed == 0 else 1
+        return core.end_run('tools', '%d passed, %d failed' % (self.passed, self.failed), self.failed,
+                            self.failures, self.logroot, self.keep)
 
 
 def add_options(p, repo):
