@@ -20,13 +20,19 @@
 #include <map>
 #include <string>
 
+#include "../../common/time_scale.h"
 #include "table.h"
 
 using namespace rdmacm::misuse;
 
 namespace {
 
-constexpr int kParallel = 2;  // the VM has two CPUs
+// Rows at a time: one per CPU (a row is mostly process start and library
+// set-up: more rows than CPUs only make each wait longer for its events).
+size_t parallel() {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 1 ? static_cast<size_t>(n) : 1;
+}
 
 // A row running in a child process, its result arriving on a pipe.
 struct Child {
@@ -44,7 +50,7 @@ Child start(const Row& row, size_t index) {
   if (pid == 0) {
     close(fds[0]);
     setup_report_fd = fds[1];
-    alarm(10);
+    alarm(static_cast<unsigned>(rdmacm::test::scaled_s(10)));
     State state;
     reset_errno();
     std::string r = row.call(state);
@@ -56,7 +62,8 @@ Child start(const Row& row, size_t index) {
 }
 
 // The row's result: what the call gave, or the signal that ended it, HANG
-// after 10 s, or "SETUP <why>" if its objects could not be made.
+// after 10 s (scaled: tests/common/time_scale.h), or "SETUP <why>" if its
+// objects could not be made.
 std::string finish(Child& c) {
   char buf[256];
   ssize_t n;
@@ -140,7 +147,7 @@ int main(int argc, char** argv) {
   std::vector<Child> running;
   size_t next = 0;
   while (next < todo.size() || !running.empty()) {
-    while (next < todo.size() && running.size() < kParallel) {
+    while (next < todo.size() && running.size() < parallel()) {
       running.push_back(start(rows[todo[next]], todo[next]));
       ++next;
     }

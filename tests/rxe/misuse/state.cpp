@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "../../common/time_scale.h"
 #include "../rxe_env.h"
 #include "table.h"
 
@@ -39,7 +40,11 @@ void need0(int r, const char* what) {
 
 rdma_cm_event* State::wait(rdma_event_channel* ch, rdma_cm_event_type type) {
   pollfd p{ch->fd, POLLIN, 0};
-  if (poll(&p, 1, 5000) != 1) cannot("waiting for an event");
+  int n = poll(&p, 1, test::scaled_ms(5000));
+  if (n != 1) {
+    if (n == 0) errno = ETIMEDOUT;
+    cannot("waiting for an event");
+  }
   rdma_cm_event* ev = nullptr;
   need0(rdma_get_cm_event(ch, &ev), "rdma_get_cm_event");
   if (ev->event != type) {
