@@ -344,7 +344,7 @@ int DatagramSocket::set_option(int level, int name, const void* value, socklen_t
   }
   int v;
   if (int err = read_int(value, len, &v)) return err;
-  std::lock_guard lock(map_mutex_);
+  std::lock_guard lock(init_mutex_);  // the sizes' lock until init_endpoint fixes them
   bool fixed = endpoint_;
   switch (level) {
     case SOL_SOCKET:
@@ -373,6 +373,7 @@ int DatagramSocket::set_option(int level, int name, const void* value, socklen_t
 }
 
 int DatagramSocket::get_option(int level, int name, void* value, socklen_t* len) {
+  std::unique_lock lock(init_mutex_);  // the sizes' lock until init_endpoint fixes them
   if (level == SOL_SOCKET && name == SO_RCVBUF) return write_int(value, len, static_cast<int>(rbuf_size_));
   if (level == SOL_SOCKET && name == SO_SNDBUF) return write_int(value, len, static_cast<int>(sbuf_size_));
   if (level == SOL_RDMA) {
@@ -387,6 +388,7 @@ int DatagramSocket::get_option(int level, int name, void* value, socklen_t* len)
         return -ENOTSUP;
     }
   }
+  lock.unlock();
   return ::getsockopt(fd_, level, name, value, len) ? -errno : 0;
 }
 

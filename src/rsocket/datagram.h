@@ -133,6 +133,8 @@ class DatagramSocket final : public Socket {
   bool in_service_ = false;            // registered with the UDP service (init_mutex_)
   std::atomic<bool> readable_{false}, writable_{false};
 
+  // The sizes: under init_mutex_ until init_endpoint fixes them (endpoint_),
+  // read freely after (never written again).
   uint32_t sbuf_size_, rbuf_size_;
   uint16_t sq_size_, rq_size_, sq_inline_;
 

@@ -8,8 +8,10 @@
 #include <rdma/rsocket.h>
 #include <sys/un.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -119,6 +121,32 @@ TEST_F(DgramTest, Options) {
   sockaddr_in a = loopback(0);
   ASSERT_EQ(rbind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
   EXPECT_ERRNO(rsetsockopt(fd, SOL_RDMA, RDMA_SQSIZE, &v, sizeof(v)), EINVAL);
+}
+
+// Sizes set from one thread while another binds (which fixes them) and reads
+// them: every access under the one lock that fixes them. Under
+// ThreadSanitizer this failed while setsockopt wrote them under another lock
+// than the bind and getsockopt read them under none.
+TEST_F(DgramTest, SizesSetWhileAnotherThreadBindsAndReads) {
+  std::atomic<bool> go{false};
+  std::thread setter([&] {
+    while (!go) std::this_thread::yield();
+    for (int i = 0; i < 200; ++i) {
+      int v = 4096 + i;
+      EXPECT_EQ(rsetsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)), 0);
+      EXPECT_EQ(rsetsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)), 0);
+    }
+  });
+  go = true;
+  sockaddr_in a = loopback(0);
+  ASSERT_EQ(rbind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  for (int i = 0; i < 200; ++i) {
+    int got = 0;
+    socklen_t len = sizeof(got);
+    EXPECT_EQ(rgetsockopt(fd, SOL_SOCKET, SO_SNDBUF, &got, &len), 0);
+    EXPECT_GT(got, 0);
+  }
+  setter.join();
 }
 
 TEST_F(DgramTest, WritableBeforeFirstSend) {
