@@ -117,15 +117,19 @@ def status(p):
 
 
 def _watch():
-    """The limits: SIGTERM to a process group at its deadline, SIGKILL KILL_AFTER later."""
+    """The limits: SIGTERM to a process group at its deadline, SIGKILL
+    KILL_AFTER later. Only processes still running under a limit are looked
+    at (a harness starts hundreds; under TCG each look costs)."""
     while True:
         t = now()
-        for p in list(PROCS):
-            d = getattr(p, 'deadline', None)
-            if d is None or t < d or p.poll() is not None:
+        for p in list(_LIMITED):
+            if p.poll() is not None:
+                _LIMITED.remove(p)
+                continue
+            if t < p.deadline:
                 continue
             sig = signal.SIGTERM if not p.limit_hit else signal.SIGKILL
-            if sig == signal.SIGKILL and t < d + KILL_AFTER:
+            if sig == signal.SIGKILL and t < p.deadline + KILL_AFTER:
                 continue
             p.limit_hit = sig
             try:
@@ -133,10 +137,11 @@ def _watch():
             except OSError:
                 pass
             if sig == signal.SIGKILL:
-                p.deadline = None
+                _LIMITED.remove(p)
         time.sleep(0.1)
 
 
+_LIMITED = []  # started with a limit, not yet seen to exit or killed
 _watcher = []
 
 
@@ -156,9 +161,11 @@ def start(argv, out, err, append=False, stdin=None):
         p = subprocess.Popen(argv, stdout=o, stderr=e, stdin=i, env=env, start_new_session=True)
     p.deadline, p.limit_hit = deadline, None
     PROCS.append(p)
-    if deadline is not None and not _watcher:
-        _watcher.append(threading.Thread(target=_watch, daemon=True))
-        _watcher[0].start()
+    if deadline is not None:
+        _LIMITED.append(p)
+        if not _watcher:
+            _watcher.append(threading.Thread(target=_watch, daemon=True))
+            _watcher[0].start()
     return p
 
 

@@ -126,9 +126,9 @@ class Interop:
 
     # --- a case's state -----------------------------------------------------------
 
-    def setup(self, tool, args, mode, run, t0, d0):
+    def setup(self, tool, args, mode, run, t0, kmsg_mark):
         c = Case()
-        c.tool, c.args, c.mode, c.run, c.t0, c.d0 = tool, args, mode, run, t0, d0
+        c.tool, c.args, c.mode, c.run, c.t0, c.kmsg_mark = tool, args, mode, run, t0, kmsg_mark
         c.srv_side, c.cli_side = SIDES[mode]
         c.port = 20000 + run
         c.dir = '%s/%02d-%s-%s' % (self.logroot, run, tool, mode)
@@ -505,7 +505,7 @@ class Interop:
         """Stops the server, runs the checks and the binding evidence, prints
         the verdict and counts it; True if the case is to run once more."""
         ev, bok, b2 = '', True, ''
-        kmsg = core.kmsg_since(c.d0)
+        kmsg = core.kmsg_since(c.kmsg_mark)
         if c.sp:
             core.stop_proc(c.sp)
         d = c.dir
