@@ -29,7 +29,7 @@ namespace {
 
 // Rows at a time: one per CPU (a row is mostly process start and library
 // set-up: more rows than CPUs only make each wait longer for its events).
-size_t parallel() {
+size_t rows_at_once() {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 1 ? static_cast<size_t>(n) : 1;
 }
@@ -145,9 +145,10 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < rows.size(); ++i)
     if (only.empty() || rows[i].name.find(only) != std::string::npos) todo.push_back(i);
   std::vector<Child> running;
+  const size_t parallel = rows_at_once();
   size_t next = 0;
   while (next < todo.size() || !running.empty()) {
-    while (next < todo.size() && running.size() < parallel()) {
+    while (next < todo.size() && running.size() < parallel) {
       running.push_back(start(rows[todo[next]], todo[next]));
       ++next;
     }
