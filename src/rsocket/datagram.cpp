@@ -26,39 +26,6 @@ namespace {
 
 static_assert(wire::kUdpQkey == RDMA_UDP_QKEY);
 
-constexpr uint16_t kQpMaxSize = 0xFFFE;
-
-socklen_t addr_len(sa_family_t family) {
-  return family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-}
-
-// An application's address, checked (rdma-core copies addrlen bytes into a
-// 28-byte union and reads a family it never checked) and made a map key.
-int to_key(const sockaddr* addr, socklen_t len, DatagramSocket::Addr* key) {
-  if (!addr) return -EDESTADDRREQ;
-  if (len < sizeof(sa_family_t)) return -EINVAL;
-  *key = {};
-  if (addr->sa_family == AF_INET) {
-    if (len < sizeof(sockaddr_in)) return -EINVAL;
-    const auto* in = reinterpret_cast<const sockaddr_in*>(addr);
-    key->sin.sin_family = AF_INET;
-    key->sin.sin_port = in->sin_port;
-    key->sin.sin_addr = in->sin_addr;
-    return 0;
-  }
-  if (addr->sa_family == AF_INET6) {
-    if (len < sizeof(sockaddr_in6)) return -EINVAL;
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(addr);
-    key->sin6.sin6_family = AF_INET6;
-    key->sin6.sin6_port = in6->sin6_port;
-    key->sin6.sin6_flowinfo = in6->sin6_flowinfo;
-    key->sin6.sin6_addr = in6->sin6_addr;
-    key->sin6.sin6_scope_id = in6->sin6_scope_id;
-    return 0;
-  }
-  return -EAFNOSUPPORT;
-}
-
 // rdma-core's rs_any_addr: the wildcard or loopback, which name no device.
 bool any_addr(const DatagramSocket::Addr& a) {
   if (a.sa.sa_family == AF_INET)
@@ -79,12 +46,6 @@ DatagramSocket* DatagramSocket::create(int domain, int* err) {
     *err = -ENOMEM;
     return nullptr;
   }
-  const Config& c = config();
-  s->sbuf_size_ = c.wmem_default;
-  s->rbuf_size_ = c.mem_default;
-  s->sq_size_ = c.sqsize_default;
-  s->rq_size_ = c.rqsize_default;
-  s->sq_inline_ = c.inline_default;
   // The fd is the UDP socket's, as rdma-core's (AF_IB has none: EAFNOSUPPORT).
   s->fd_ = kernel_udp_socket(domain, 0);
   if (s->fd_ < 0 || (s->epfd_ = kernel_epoll()) < 0) {
@@ -118,27 +79,25 @@ int DatagramSocket::init_endpoint() {
   if (endpoint_) return 0;
   std::lock_guard lock(init_mutex_);
   if (endpoint_) return 0;
-  uint32_t max = std::min<uint32_t>(core::max_qp_wr(nullptr), kQpMaxSize);
-  if (max && sq_size_ > max) sq_size_ = static_cast<uint16_t>(max);
-  if (max && rq_size_ > max) rq_size_ = static_cast<uint16_t>(max);
-  if (rq_size_ > rbuf_size_ / wire::kDsSlotSize)
-    rq_size_ = static_cast<uint16_t>(rbuf_size_ / wire::kDsSlotSize);
+  sizes_.fit_queues(core::max_qp_wr(nullptr), 0);
+  if (sizes_.rq_size > sizes_.rbuf_size / wire::kDsSlotSize)
+    sizes_.rq_size = static_cast<uint16_t>(sizes_.rbuf_size / wire::kDsSlotSize);
   else
-    rbuf_size_ = rq_size_ * wire::kDsSlotSize;
-  if (sq_size_ > sbuf_size_ / wire::kDsSlotSize)
-    sq_size_ = static_cast<uint16_t>(sbuf_size_ / wire::kDsSlotSize);
+    sizes_.rbuf_size = sizes_.rq_size * wire::kDsSlotSize;
+  if (sizes_.sq_size > sizes_.sbuf_size / wire::kDsSlotSize)
+    sizes_.sq_size = static_cast<uint16_t>(sizes_.sbuf_size / wire::kDsSlotSize);
   else
-    sbuf_size_ = sq_size_ * wire::kDsSlotSize;
-  if (!sq_size_ || !rq_size_) return -EINVAL;
+    sizes_.sbuf_size = sizes_.sq_size * wire::kDsSlotSize;
+  if (!sizes_.sq_size || !sizes_.rq_size) return -EINVAL;
   std::free(sbuf_);  // a failed earlier attempt's
-  sbuf_ = static_cast<uint8_t*>(std::calloc(sq_size_, wire::kDsSlotSize));
+  sbuf_ = static_cast<uint8_t*>(std::calloc(sizes_.sq_size, wire::kDsSlotSize));
   if (!sbuf_) return -ENOMEM;
   free_slots_.clear();
-  free_slots_.reserve(sq_size_);
-  for (uint32_t i = sq_size_; i-- > 0;) free_slots_.push_back(i * wire::kDsSlotSize);
-  rmsg_.resize(rq_size_ + 1u);
-  sqe_avail_ = sq_size_;
-  rqe_avail_ = rq_size_;
+  free_slots_.reserve(sizes_.sq_size);
+  for (uint32_t i = sizes_.sq_size; i-- > 0;) free_slots_.push_back(i * wire::kDsSlotSize);
+  rmsg_.resize(sizes_.rq_size + 1u);
+  sqe_avail_ = sizes_.sq_size;
+  rqe_avail_ = sizes_.rq_size;
   if (int err = watch_udp(this)) return err;
   in_service_ = true;
   endpoint_ = true;
@@ -156,7 +115,7 @@ int DatagramSocket::source_for(const sockaddr* dst, socklen_t dst_len, Addr* src
     // source, which no answer reaches).
     Addr any{};
     any.sa.sa_family = src->sa.sa_family;
-    if (::bind(fd_, &any.sa, addr_len(any.sa.sa_family)) && errno != EINVAL) return -errno;
+    if (::bind(fd_, &any.sa, sockaddr_len(any.sa.sa_family)) && errno != EINVAL) return -errno;
     len = sizeof(*src);
     if (::getsockname(fd_, &src->sa, &len)) return -errno;
   }
@@ -181,9 +140,9 @@ int DatagramSocket::get_dest(const sockaddr* addr, socklen_t len, Dest** out) {
     return 0;
   }
   Addr src{};
-  if (int err = source_for(&key.sa, addr_len(key.sa.sa_family), &src)) return err;
+  if (int err = source_for(&key.sa, sockaddr_len(key.sa.sa_family), &src)) return err;
   Addr src_key;
-  to_key(&src.sa, addr_len(src.sa.sa_family), &src_key);
+  to_key(&src.sa, sockaddr_len(src.sa.sa_family), &src_key);
   Qp* qp = nullptr;
   if (int err = get_qp(src_key, &qp)) return err;
   // The destination may be the QP just made (sending to ourselves).
@@ -214,23 +173,11 @@ int DatagramSocket::connect(const sockaddr* addr, socklen_t len) {
 // Over UDP: the peer's service learns our QPN from the header and, for op
 // data, forwards the payload to its own QP.
 ssize_t DatagramSocket::send_udp(Dest* dest, const void* buf, size_t len, int flags, wire::Op op) {
-  const wire::DsHeader& from = dest->qp->hdr;
-  wire::DsUdpHeader hdr{};
-  hdr.tag = htobe32(wire::kDsUdpTag);
-  hdr.version = from.version;
-  hdr.op = static_cast<uint8_t>(op);
-  hdr.qpn = htobe32(dest->qp->id->qp->qp_num & 0xFFFFFF);
-  if (from.version == 4) {
-    hdr.length = wire::kDsUdpIpv4HeaderLength;
-    hdr.addr.ipv4 = from.addr.ipv4;
-  } else {
-    hdr.length = wire::kDsUdpIpv6HeaderLength;
-    std::memcpy(hdr.addr.ipv6, from.addr.ipv6.addr, 16);
-  }
+  wire::DsUdpHeader hdr = encode_udp_header(dest->qp->hdr, op, dest->qp->id->qp->qp_num);
   iovec iov[2] = {{&hdr, hdr.length}, {const_cast<void*>(buf), len}};
   msghdr msg{};
   msg.msg_name = &dest->addr;
-  msg.msg_namelen = addr_len(dest->addr.sa.sa_family);
+  msg.msg_namelen = sockaddr_len(dest->addr.sa.sa_family);
   msg.msg_iov = iov;
   msg.msg_iovlen = buf && len ? 2 : 1;
   ssize_t n = ::sendmsg(fd_, &msg, flags & (MSG_DONTWAIT | MSG_CONFIRM));
@@ -242,7 +189,7 @@ ssize_t DatagramSocket::send_udp(Dest* dest, const void* buf, size_t len, int fl
 ssize_t DatagramSocket::send_ud(Dest* dest, const wire::DsHeader& hdr, const void* buf, size_t len,
                                 int flags) {
   if (!can_send()) {
-    if (int err = completion(nonblocking(flags), &DatagramSocket::can_send)) return err;
+    if (int err = wait(&DatagramSocket::can_send, nonblocking(flags))) return err;
   }
   std::lock_guard cq(cq_mutex_);
   uint32_t slot = free_slots_.back();
@@ -258,7 +205,7 @@ ssize_t DatagramSocket::send_ud(Dest* dest, const wire::DsHeader& hdr, const voi
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.opcode = IBV_WR_SEND;
-  wr.send_flags = sge.length <= sq_inline_ ? IBV_SEND_INLINE : 0;
+  wr.send_flags = sge.length <= dest->qp->max_inline ? IBV_SEND_INLINE : 0;
   wr.wr.ud.ah = dest->ah;
   wr.wr.ud.remote_qpn = dest->qpn;
   wr.wr.ud.remote_qkey = RDMA_UDP_QKEY;
@@ -316,7 +263,7 @@ bool DatagramSocket::close() {
     in_service_ = false;
   }
   readable_ = writable_ = false;
-  if (endpoint_ && !qps_.empty()) process_cqs(false, &DatagramSocket::all_sends_done);
+  if (endpoint_ && !qps_.empty()) wait(&DatagramSocket::all_sends_done, false);
   return true;
 }
 
@@ -345,50 +292,20 @@ int DatagramSocket::set_option(int level, int name, const void* value, socklen_t
   int v;
   if (int err = read_int(value, len, &v)) return err;
   std::lock_guard lock(init_mutex_);  // the sizes' lock until init_endpoint fixes them
-  bool fixed = endpoint_;
-  switch (level) {
-    case SOL_SOCKET:
-      if (fixed) return 0;
-      if (name == SO_RCVBUF) rbuf_size_ = static_cast<uint32_t>(v) << 1;
-      if (name == SO_SNDBUF) sbuf_size_ = std::max(static_cast<uint32_t>(v) << 1, wire::kDsSlotSize);
-      return 0;
-    case SOL_RDMA:
-      if (fixed) return -EINVAL;
-      switch (name) {
-        case RDMA_SQSIZE:
-          sq_size_ = static_cast<uint16_t>(std::min<uint32_t>(static_cast<uint32_t>(v), kQpMaxSize));
-          return 0;
-        case RDMA_RQSIZE:
-          rq_size_ = static_cast<uint16_t>(std::min<uint32_t>(static_cast<uint32_t>(v), kQpMaxSize));
-          return 0;
-        case RDMA_INLINE:
-          sq_inline_ = static_cast<uint16_t>(std::min<uint32_t>(static_cast<uint32_t>(v), 0xFFFF));
-          return 0;
-        default:
-          return -ENOTSUP;
-      }
-    default:
-      return -ENOTSUP;
+  if (level == SOL_SOCKET) {
+    if (!endpoint_) sizes_.set(level, name, v);  // as rdma-core 44: until the first QP
+    return 0;
   }
+  if (endpoint_) return -EINVAL;
+  return sizes_.set(level, name, v) ? 0 : -ENOTSUP;
 }
 
 int DatagramSocket::get_option(int level, int name, void* value, socklen_t* len) {
-  std::unique_lock lock(init_mutex_);  // the sizes' lock until init_endpoint fixes them
-  if (level == SOL_SOCKET && name == SO_RCVBUF) return write_int(value, len, static_cast<int>(rbuf_size_));
-  if (level == SOL_SOCKET && name == SO_SNDBUF) return write_int(value, len, static_cast<int>(sbuf_size_));
-  if (level == SOL_RDMA) {
-    switch (name) {
-      case RDMA_SQSIZE:
-        return write_int(value, len, sq_size_);
-      case RDMA_RQSIZE:
-        return write_int(value, len, rq_size_);
-      case RDMA_INLINE:
-        return write_int(value, len, sq_inline_);
-      default:
-        return -ENOTSUP;
-    }
+  {
+    std::lock_guard lock(init_mutex_);  // the sizes' lock until init_endpoint fixes them
+    if (int v; sizes_.get(level, name, &v)) return write_int(value, len, v);
   }
-  lock.unlock();
+  if (level == SOL_RDMA) return -ENOTSUP;
   return ::getsockopt(fd_, level, name, value, len) ? -errno : 0;
 }
 

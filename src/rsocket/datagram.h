@@ -10,9 +10,9 @@
 // Locks, in the order they may be taken: send_mutex_ (one sender; the
 // destinations' AH and QPN, conn_dest_) before map_mutex_ (the destination
 // map and the QP list) before cq_mutex_ (polling the CQs and the state they
-// update: send slots, received messages, arming). cq_wait_mutex_ serialises
-// sleeping on the epoll fd and is never held with cq_mutex_. recv_mutex_
-// (one receiver) is taken before cq_mutex_, never with send_mutex_.
+// update: send slots, received messages) before cq_sleep_mutex_ (one
+// sleeper on the epoll fd: completion_wait.h). recv_mutex_ (one receiver)
+// is taken before cq_mutex_, never with send_mutex_.
 #pragma once
 
 #include <fcntl.h>
@@ -25,12 +25,15 @@
 #include <mutex>
 #include <vector>
 
+#include "rsocket/completion_wait.h"
+#include "rsocket/datagram_header.h"
 #include "rsocket/protocol.h"
+#include "rsocket/sizes.h"
 #include "rsocket/socket.h"
 
 namespace rdmacm::rsocket {
 
-class DatagramSocket final : public Socket {
+class DatagramSocket final : public Socket, private CompletionWait<DatagramSocket> {
  public:
   // A new socket (rsocket()); -errno in *err on failure.
   static DatagramSocket* create(int domain, int* err);
@@ -63,13 +66,7 @@ class DatagramSocket final : public Socket {
   // the UDP socket (the fd).
   void process_udp();
 
-  // An address as a map key: family, port, address (and v6 scope), the rest
-  // zero, so that padding an application left unset does not matter.
-  union Addr {
-    sockaddr sa;
-    sockaddr_in sin;
-    sockaddr_in6 sin6;
-  };
+  using Addr = SockAddr;
 
  private:
   struct Qp;
@@ -85,8 +82,9 @@ class DatagramSocket final : public Socket {
     Dest* self = nullptr;  // this QP itself (in dests_): the service forwards first messages here
     ibv_mr* smr = nullptr;
     ibv_mr* rmr = nullptr;
-    uint8_t* rbuf = nullptr;  // rq_size_ slots, then one GRH per slot
-    bool cq_armed = false;
+    uint8_t* rbuf = nullptr;  // rq_size slots, then one GRH per slot
+    uint16_t max_inline = 0;  // what the device granted
+    std::atomic<bool> cq_armed{false};  // set by arm (cq_mutex_), cleared by sleep_on_cq
   };
   struct Received {
     Qp* qp;
@@ -113,18 +111,15 @@ class DatagramSocket final : public Socket {
   ssize_t send_udp(Dest* dest, const void* buf, size_t len, int flags, wire::Op op);
   ssize_t send_ud(Dest* dest, const wire::DsHeader& hdr, const void* buf, size_t len, int flags);
 
-  // datagram_io.cpp: completions.
+  // datagram_io.cpp: completions (CompletionWait's reap, arm, sleep_on_cq).
+  friend class CompletionWait<DatagramSocket>;
   int post_recv(Qp* qp, uint32_t offset);
-  void poll_cqs();
-  void arm_cqs();
-  int wait_cq_event(int timeout_ms);
-  using Test = bool (DatagramSocket::*)() const;
-  int process_cqs(bool nonblock, Test test);
-  int completion(bool nonblock, Test test);
+  int reap();
+  void arm();
+  int sleep_on_cq(int ms);
   bool can_send() const { return sqe_avail_ > 0; }
-  bool all_sends_done() const { return sqe_avail_ == sq_size_; }
+  bool all_sends_done() const { return sqe_avail_ == sizes_.sq_size; }
   bool have_data() const { return rmsg_head_ != rmsg_tail_; }
-  bool any() const { return true; }
   bool nonblocking(int flags) const { return (fd_flags_ & O_NONBLOCK) || (flags & MSG_DONTWAIT); }
 
   int epfd_ = -1;
@@ -135,10 +130,9 @@ class DatagramSocket final : public Socket {
 
   // The sizes: under init_mutex_ until init_endpoint fixes them (endpoint_),
   // read freely after (never written again).
-  uint32_t sbuf_size_, rbuf_size_;
-  uint16_t sq_size_, rq_size_, sq_inline_;
+  Sizes sizes_ = Sizes::defaults();
 
-  uint8_t* sbuf_ = nullptr;  // sq_size_ send slots of wire::kDsSlotSize
+  uint8_t* sbuf_ = nullptr;  // sq_size send slots of wire::kDsSlotSize
   std::vector<uint32_t> free_slots_;
   int sqe_avail_ = 0;
   int rqe_avail_ = 0;
@@ -149,11 +143,10 @@ class DatagramSocket final : public Socket {
   std::atomic<int> dests_without_ah_{0};  // a received message may give them one
   Dest* conn_dest_ = nullptr;
 
-  std::vector<Received> rmsg_;  // rq_size_ + 1 slots
+  std::vector<Received> rmsg_;  // rq_size + 1 slots
   int rmsg_head_ = 0, rmsg_tail_ = 0;
-  bool cq_armed_ = false;
 
-  std::mutex send_mutex_, recv_mutex_, map_mutex_, cq_mutex_, cq_wait_mutex_;
+  std::mutex send_mutex_, recv_mutex_, map_mutex_;
 };
 
 // The UDP service (datagram_service.cpp): a thread that reads the UDP

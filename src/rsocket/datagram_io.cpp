@@ -19,15 +19,6 @@ namespace {
 
 constexpr uint64_t kRecvFlag = 1ull << 63;
 
-// rdma-core's ds_valid_recv: room for the GRH and a well-formed header.
-bool valid(const uint8_t* slot, uint32_t byte_len) {
-  const auto* hdr = reinterpret_cast<const wire::DsHeader*>(slot);
-  return byte_len >= sizeof(ibv_grh) + wire::kDsIpv4HeaderLength &&
-         ((hdr->version == 4 && hdr->length == wire::kDsIpv4HeaderLength) ||
-          (hdr->version == 6 && hdr->length == wire::kDsIpv6HeaderLength)) &&
-         byte_len - sizeof(ibv_grh) >= hdr->length;
-}
-
 // Each slot's GRH goes past the data slots (rdma-core shares one among all
 // receives; ours is kept until the message is taken, for learn_ah).
 uint8_t* grh_of(uint8_t* rbuf, uint32_t rbuf_size, uint32_t offset) {
@@ -38,7 +29,7 @@ uint8_t* grh_of(uint8_t* rbuf, uint32_t rbuf_size, uint32_t offset) {
 
 int DatagramSocket::post_recv(Qp* qp, uint32_t offset) {
   ibv_sge sge[2] = {
-      {reinterpret_cast<uintptr_t>(grh_of(qp->rbuf, rbuf_size_, offset)), sizeof(ibv_grh),
+      {reinterpret_cast<uintptr_t>(grh_of(qp->rbuf, sizes_.rbuf_size, offset)), sizeof(ibv_grh),
        qp->rmr->lkey},
       {reinterpret_cast<uintptr_t>(qp->rbuf + offset), wire::kDsSlotSize, qp->rmr->lkey},
   };
@@ -53,8 +44,8 @@ int DatagramSocket::post_recv(Qp* qp, uint32_t offset) {
 // Under cq_mutex_. Round robin over the QPs, resuming where the last call
 // stopped; a message we have no room to queue is dropped (its receive
 // reposted), as a full UDP socket drops.
-void DatagramSocket::poll_cqs() {
-  if (qps_.empty()) return;
+int DatagramSocket::reap() {
+  if (qps_.empty()) return 0;
   size_t n = qps_.size();
   size_t i = next_qp_ % n;
   int taken;
@@ -67,10 +58,11 @@ void DatagramSocket::poll_cqs() {
       ++taken;
       uint32_t offset = static_cast<uint32_t>(wc.wr_id);
       if (wc.wr_id & kRecvFlag) {
-        if (rqe_avail_ && wc.status == IBV_WC_SUCCESS && valid(qp->rbuf + offset, wc.byte_len)) {
+        if (rqe_avail_ && wc.status == IBV_WC_SUCCESS && wc.byte_len >= sizeof(ibv_grh) &&
+            valid_header(qp->rbuf + offset, wc.byte_len - sizeof(ibv_grh))) {
           --rqe_avail_;
           rmsg_[rmsg_tail_] = {qp, offset, static_cast<uint32_t>(wc.byte_len - sizeof(ibv_grh)), wc};
-          if (++rmsg_tail_ == rq_size_ + 1) rmsg_tail_ = 0;
+          if (++rmsg_tail_ == sizes_.rq_size + 1) rmsg_tail_ = 0;
         } else {
           post_recv(qp, offset);
         }
@@ -80,69 +72,38 @@ void DatagramSocket::poll_cqs() {
       }
       if (!rqe_avail_ && sqe_avail_) {
         next_qp_ = (i + 1) % n;
-        return;
+        return 0;
       }
     }
   } while (taken);
   next_qp_ = i;
+  return 0;
 }
 
-void DatagramSocket::arm_cqs() {
+void DatagramSocket::arm() {
   for (auto& qp : qps_) {
-    if (qp->cq_armed) continue;
+    if (qp->cq_armed.exchange(true)) continue;
     ibv_req_notify_cq(qp->id->recv_cq, 0);
-    qp->cq_armed = true;
   }
 }
 
-// Under cq_wait_mutex_ (not cq_mutex_): sleeps until a CQ has an event
-// (timeout_ms -1: no limit) and takes what every fired channel holds.
-int DatagramSocket::wait_cq_event(int timeout_ms) {
-  if (!cq_armed_) return 0;
+// Sleeps on the epoll fd for up to ms (-1: no limit) and takes what every
+// fired channel holds.
+int DatagramSocket::sleep_on_cq(int ms) {
   epoll_event events[8];
-  int n = epoll_wait(epfd_, events, 8, timeout_ms);
+  int n = epoll_wait(epfd_, events, 8, ms);
   if (n < 0) return errno == EINTR ? 0 : -errno;
+  int taken = 0;
   for (int i = 0; i < n; ++i) {
     auto* qp = static_cast<Qp*>(events[i].data.ptr);
     ibv_cq* cq;
     void* context;
     if (ibv_get_cq_event(qp->id->recv_cq_channel, &cq, &context)) continue;  // taken meanwhile
     ibv_ack_cq_events(cq, 1);
-    std::lock_guard lock(cq_mutex_);
     qp->cq_armed = false;
-    cq_armed_ = false;
+    ++taken;
   }
-  return 0;
-}
-
-// Processes completions until test() holds; sleeps between rounds unless
-// nonblock (then -EWOULDBLOCK).
-int DatagramSocket::process_cqs(bool nonblock, Test test) {
-  std::unique_lock lock(cq_mutex_);
-  int ret = 0;
-  do {
-    poll_cqs();
-    if ((this->*test)()) {
-      ret = 0;
-      break;
-    }
-    if (nonblock) {
-      ret = -EWOULDBLOCK;
-    } else if (!cq_armed_) {
-      arm_cqs();
-      cq_armed_ = true;
-    } else {
-      std::lock_guard wait(cq_wait_mutex_);
-      lock.unlock();
-      ret = wait_cq_event(-1);
-      lock.lock();
-    }
-  } while (!ret);
-  return ret;
-}
-
-int DatagramSocket::completion(bool nonblock, Test test) {
-  return spin_then_sleep(nonblock, [&](bool look_only) { return process_cqs(look_only, test); });
+  return taken;
 }
 
 // As rdma-core's ds_recvfrom: one message per call, the rest of a message
@@ -154,7 +115,7 @@ ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* sr
   if (!readable_) return -EINVAL;       // never bound, connected or sent from
   std::lock_guard lock(recv_mutex_);
   if (!have_data()) {
-    if (int err = completion(nonblocking(flags), &DatagramSocket::have_data)) return err;
+    if (int err = wait(&DatagramSocket::have_data, nonblocking(flags))) return err;
   }
   std::unique_lock cq(cq_mutex_);
   Received& m = rmsg_[rmsg_head_];
@@ -162,22 +123,8 @@ ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* sr
   const auto* hdr = reinterpret_cast<const wire::DsHeader*>(slot);
   len = std::min<size_t>(len, m.length - hdr->length);
   if (len) std::memcpy(buf, slot + hdr->length, len);
-  Addr a{};
-  socklen_t size;
-  {
-    if (hdr->version == 4) {
-      a.sin.sin_family = AF_INET;
-      a.sin.sin_port = hdr->port;
-      a.sin.sin_addr.s_addr = hdr->addr.ipv4;
-      size = sizeof(a.sin);
-    } else {
-      a.sin6.sin6_family = AF_INET6;
-      a.sin6.sin6_port = hdr->port;
-      a.sin6.sin6_flowinfo = hdr->addr.ipv6.flowinfo;
-      std::memcpy(&a.sin6.sin6_addr, hdr->addr.ipv6.addr, 16);
-      size = sizeof(a.sin6);
-    }
-  }
+  Addr a = decode_header(*hdr);
+  socklen_t size = sockaddr_len(a.sa.sa_family);
   if (src && src_len) {
     std::memcpy(src, &a, std::min(*src_len, size));
     *src_len = size;
@@ -185,9 +132,9 @@ ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* sr
   if (!(flags & MSG_PEEK)) {
     Received taken = m;
     ibv_grh grh;
-    std::memcpy(&grh, grh_of(m.qp->rbuf, rbuf_size_, m.offset), sizeof(grh));
+    std::memcpy(&grh, grh_of(m.qp->rbuf, sizes_.rbuf_size, m.offset), sizeof(grh));
     post_recv(m.qp, m.offset);
-    if (++rmsg_head_ == rq_size_ + 1) rmsg_head_ = 0;
+    if (++rmsg_head_ == sizes_.rq_size + 1) rmsg_head_ = 0;
     ++rqe_avail_;
     cq.unlock();
     if (dests_without_ah_ > 0) learn_ah(a, taken.qp, taken.wc, grh);
@@ -201,7 +148,7 @@ short DatagramSocket::poll_state(short events) {
     // socket is writable before its first send).
     return static_cast<short>(events & POLLOUT);
   }
-  process_cqs(true, &DatagramSocket::any);
+  reap_now();
   std::lock_guard lock(cq_mutex_);
   short revents = 0;
   if ((events & POLLIN) && have_data()) revents |= POLLIN;
@@ -210,17 +157,10 @@ short DatagramSocket::poll_state(short events) {
 }
 
 int DatagramSocket::wait_fd() {
-  std::lock_guard lock(cq_mutex_);
-  if (!cq_armed_) {
-    arm_cqs();
-    cq_armed_ = true;
-  }
+  arm_for_poll();
   return epfd_;
 }
 
-void DatagramSocket::consume_wakeup() {
-  std::lock_guard wait(cq_wait_mutex_);
-  wait_cq_event(0);
-}
+void DatagramSocket::consume_wakeup() { take_wakeup(); }
 
 }  // namespace rdmacm::rsocket

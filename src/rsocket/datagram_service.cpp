@@ -23,6 +23,7 @@
 
 #include "core/cm.h"
 #include "rsocket/datagram.h"
+#include "rsocket/queue_pair.h"
 #include "rsocket/watcher.h"
 #include "rsocket/waiting.h"
 
@@ -30,22 +31,6 @@ namespace rdmacm::rsocket {
 namespace {
 
 constexpr int kResolveTimeoutMs = 2000;
-
-void format_header(wire::DsHeader* hdr, const DatagramSocket::Addr& a) {
-  *hdr = {};
-  if (a.sa.sa_family == AF_INET) {
-    hdr->version = 4;
-    hdr->length = wire::kDsIpv4HeaderLength;
-    hdr->port = a.sin.sin_port;
-    hdr->addr.ipv4 = a.sin.sin_addr.s_addr;
-  } else {
-    hdr->version = 6;
-    hdr->length = wire::kDsIpv6HeaderLength;
-    hdr->port = a.sin6.sin6_port;
-    hdr->addr.ipv6.flowinfo = a.sin6.sin6_flowinfo;
-    std::memcpy(hdr->addr.ipv6.addr, &a.sin6.sin6_addr, 16);
-  }
-}
 
 // The RoCE GID of an IP address: IPv4-mapped, or the IPv6 address itself.
 ibv_gid gid_of(const sockaddr* sa) {
@@ -100,42 +85,20 @@ int DatagramSocket::create_qp(const Addr& src, Qp** out) {
     free_qp(qp.release());
     return e;
   };
-  format_header(&q->hdr, src);
+  q->hdr = encode_header(src);
   if ((err = core::bind_addr(q->id, &src.sa))) return fail(err);
   rdma_cm_id* id = q->id;
   if (!id->verbs || !id->pd) return fail(-ENODEV);  // no RDMA device has this address
-  size_t rbuf_len = rbuf_size_ + rq_size_ * sizeof(ibv_grh);
+  size_t rbuf_len = sizes_.rbuf_size + sizes_.rq_size * sizeof(ibv_grh);
   q->rbuf = static_cast<uint8_t*>(forksafe_alloc(rbuf_len));
   if (!q->rbuf) return fail(-ENOMEM);
-  q->smr = ibv_reg_mr(id->pd, sbuf_, sbuf_size_, IBV_ACCESS_LOCAL_WRITE);
+  q->smr = ibv_reg_mr(id->pd, sbuf_, sizes_.sbuf_size, IBV_ACCESS_LOCAL_WRITE);
   q->rmr = ibv_reg_mr(id->pd, q->rbuf, rbuf_len, IBV_ACCESS_LOCAL_WRITE);
   if (!q->smr || !q->rmr) return fail(-errno);
-  id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
-  if (!id->recv_cq_channel) return fail(-errno);
-  id->send_cq_channel = id->recv_cq_channel;
-  int flags = fcntl(id->recv_cq_channel->fd, F_GETFL);
-  if (flags < 0 || fcntl(id->recv_cq_channel->fd, F_SETFL, flags | O_NONBLOCK)) return fail(-errno);
-  id->recv_cq = ibv_create_cq(id->verbs, sq_size_ + rq_size_, id, id->recv_cq_channel, 0);
-  if (!id->recv_cq) return fail(-errno);
-  id->send_cq = id->recv_cq;
-  // Armed from the start: a thread already asleep on the epoll fd must wake
-  // for this QP's first completion.
-  ibv_req_notify_cq(id->recv_cq, 0);
-  q->cq_armed = true;
-
-  ibv_qp_init_attr attr{};
-  attr.qp_context = q;
-  attr.send_cq = id->send_cq;
-  attr.recv_cq = id->recv_cq;
-  attr.qp_type = IBV_QPT_UD;
-  attr.sq_sig_all = 1;
-  attr.cap.max_send_wr = sq_size_;
-  attr.cap.max_recv_wr = rq_size_;
-  attr.cap.max_send_sge = 1;
-  attr.cap.max_recv_sge = 2;
-  attr.cap.max_inline_data = sq_inline_;
-  if ((err = core::create_qp(id, nullptr, &attr))) return fail(err);
-  sq_inline_ = static_cast<uint16_t>(std::min<uint32_t>(attr.cap.max_inline_data, sq_inline_));
+  Sizes granted = sizes_;
+  if ((err = create_queue_pair(id, {IBV_QPT_UD, 1, 2, true, q}, &granted))) return fail(err);
+  q->cq_armed = true;  // armed by create_queue_pair
+  q->max_inline = granted.sq_inline;
 
   // Ourselves: where the service forwards a first message to.
   auto self = std::make_unique<Dest>();
@@ -162,7 +125,7 @@ int DatagramSocket::create_qp(const Addr& src, Qp** out) {
     ibv_destroy_ah(self->ah);
     return fail(-errno);
   }
-  for (uint32_t i = 0; i < rq_size_; ++i) {
+  for (uint32_t i = 0; i < sizes_.rq_size; ++i) {
     if ((err = post_recv(q, i * wire::kDsSlotSize))) {
       ibv_destroy_ah(self->ah);
       return fail(err);
@@ -195,14 +158,7 @@ void DatagramSocket::free_qp(Qp* qp) {
   if (qp->rmr) ibv_dereg_mr(qp->rmr);
   if (rdma_cm_id* id = qp->id) {
     if (id->recv_cq_channel) epoll_ctl(epfd_, EPOLL_CTL_DEL, id->recv_cq_channel->fd, nullptr);
-    if (id->qp) {
-      core::destroy_qp(id);  // with the CQ and its channel
-    } else {
-      if (id->recv_cq) ibv_destroy_cq(id->recv_cq);
-      if (id->recv_cq_channel) ibv_destroy_comp_channel(id->recv_cq_channel);
-      id->recv_cq = id->send_cq = nullptr;
-      id->recv_cq_channel = id->send_cq_channel = nullptr;
-    }
+    destroy_queue_pair(id, 0);  // every event is acknowledged as it is taken
     core::destroy_id(id);
   }
   std::free(qp->rbuf);
@@ -297,15 +253,8 @@ void DatagramSocket::process_udp() {
   Addr from{};
   socklen_t from_len = sizeof(from);
   ssize_t n = ::recvfrom(fd_, buf, sizeof(buf), MSG_DONTWAIT, &from.sa, &from_len);
-  if (n < wire::kDsUdpIpv4HeaderLength) return;
-  wire::DsUdpHeader hdr{};
-  std::memcpy(&hdr, buf, std::min<size_t>(static_cast<size_t>(n), sizeof(hdr)));
-  bool valid = hdr.tag == htobe32(wire::kDsUdpTag) &&
-               ((hdr.version == 4 && from.sa.sa_family == AF_INET &&
-                 hdr.length == wire::kDsUdpIpv4HeaderLength) ||
-                (hdr.version == 6 && from.sa.sa_family == AF_INET6 &&
-                 hdr.length == wire::kDsUdpIpv6HeaderLength));
-  if (!valid || n < hdr.length) return;
+  wire::DsUdpHeader hdr;
+  if (n < 0 || !decode_udp_header(buf, static_cast<size_t>(n), from.sa.sa_family, &hdr)) return;
   size_t len = static_cast<size_t>(n) - hdr.length;
   uint32_t qpn = be32toh(hdr.qpn) & 0xFFFFFF;
   Dest* dest = nullptr;
@@ -325,8 +274,7 @@ void DatagramSocket::process_udp() {
   if (!data) return;
   std::lock_guard lock(send_mutex_);
   Qp* qp = dest->qp;
-  wire::DsHeader from_hdr;
-  format_header(&from_hdr, dest->addr);
+  wire::DsHeader from_hdr = encode_header(dest->addr);
   len = std::min<size_t>(len, wire::kDsSlotSize - from_hdr.length);
   if (qp->self->ah) send_ud(qp->self, from_hdr, buf + hdr.length, len, 0);
 }

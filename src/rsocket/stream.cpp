@@ -14,6 +14,7 @@
 
 #include "core/cm.h"
 #include "rsocket/config.h"
+#include "rsocket/queue_pair.h"
 #include "rsocket/service.h"
 #include "rsocket/table.h"
 #include "rsocket/waiting.h"
@@ -23,7 +24,6 @@ namespace {
 
 constexpr int kConnRetries = 6;
 constexpr uint16_t kQpMinSize = 16;
-constexpr uint16_t kQpMaxSize = 0xFFFE;
 
 int set_fd_nonblocking(int fd, bool on) {
   int flags = fcntl(fd, F_GETFL);
@@ -51,15 +51,9 @@ void copy_addr(sockaddr* dst, const sockaddr* src, socklen_t* len) {
 
 }  // namespace
 
-StreamSocket::StreamSocket(const StreamSocket* listener) {
-  const Config& c = config();
-  sbuf_size_ = listener ? listener->sbuf_size_ : c.wmem_default;
-  rbuf_size_ = listener ? listener->rbuf_size_ : c.mem_default;
-  sq_inline_ = listener ? listener->sq_inline_ : c.inline_default;
-  sq_size_ = listener ? listener->sq_size_ : c.sqsize_default;
-  rq_size_ = listener ? listener->rq_size_ : c.rqsize_default;
-  target_iomap_size_ = listener ? listener->target_iomap_size_ : c.iomap_size;
-}
+StreamSocket::StreamSocket(const StreamSocket* listener)
+    : sizes_(listener ? listener->sizes_ : Sizes::defaults()),
+      target_iomap_size_(listener ? listener->target_iomap_size_ : config().iomap_size) {}
 
 StreamSocket* StreamSocket::create(int domain, int* err) {
   auto* s = new (std::nothrow) StreamSocket(nullptr);
@@ -88,15 +82,7 @@ StreamSocket::~StreamSocket() {
   if (rmr_) ibv_dereg_mr(rmr_);
   if (target_mr_) ibv_dereg_mr(target_mr_);
   if (id_) {
-    if (id_->qp) {
-      ibv_ack_cq_events(id_->recv_cq, static_cast<unsigned>(unack_cqe_));
-      core::destroy_qp(id_);  // with the CQ and its channel
-    } else if (id_->recv_cq) {  // endpoint made, QP not
-      ibv_destroy_cq(id_->recv_cq);
-      if (id_->recv_cq_channel) ibv_destroy_comp_channel(id_->recv_cq_channel);
-    } else if (id_->recv_cq_channel) {
-      ibv_destroy_comp_channel(id_->recv_cq_channel);
-    }
+    destroy_queue_pair(id_, static_cast<unsigned>(unack_cqe_));
     core::destroy_id(id_);
   }
   std::free(sbuf_);
@@ -299,68 +285,44 @@ int StreamSocket::advance_connect() {
 }
 
 int StreamSocket::create_endpoint() {
-  uint32_t max = std::min<uint32_t>(core::max_qp_wr(id_), kQpMaxSize);
-  sq_size_ = static_cast<uint16_t>(std::clamp<uint32_t>(sq_size_, kQpMinSize, std::max<uint32_t>(max, kQpMinSize)));
-  rq_size_ = static_cast<uint16_t>(std::clamp<uint32_t>(rq_size_, kQpMinSize, std::max<uint32_t>(max, kQpMinSize)));
+  sizes_.fit_queues(core::max_qp_wr(id_), kQpMinSize);
   // iWARP has no RDMA write with immediate data; rdma-core then sends each
   // message as an inline send, which we do not do yet.
   if (id_->verbs->device->transport_type == IBV_TRANSPORT_IWARP) return -ENOTSUP;
+  QueuePairShape shape{IBV_QPT_RC, 2, 1, static_cast<bool>(fd_flags_ & O_NONBLOCK), this};
+  if (int err = create_queue_pair(id_, shape, &sizes_)) return err;
 
-  id_->recv_cq_channel = ibv_create_comp_channel(id_->verbs);
-  if (!id_->recv_cq_channel) return errno ? -errno : -ENOMEM;
-  id_->recv_cq = ibv_create_cq(id_->verbs, sq_size_ + rq_size_, id_, id_->recv_cq_channel, 0);
-  if (!id_->recv_cq) return errno ? -errno : -ENOMEM;
-  if ((fd_flags_ & O_NONBLOCK) && set_fd_nonblocking(id_->recv_cq_channel->fd, true))
-    return -errno;
-  ibv_req_notify_cq(id_->recv_cq, 0);
-  id_->send_cq_channel = id_->recv_cq_channel;
-  id_->send_cq = id_->recv_cq;
-
-  ibv_qp_init_attr attr{};
-  attr.qp_context = this;
-  attr.send_cq = id_->send_cq;
-  attr.recv_cq = id_->recv_cq;
-  attr.qp_type = IBV_QPT_RC;
-  attr.sq_sig_all = 1;
-  attr.cap.max_send_wr = sq_size_;
-  attr.cap.max_recv_wr = rq_size_;
-  attr.cap.max_send_sge = 2;
-  attr.cap.max_recv_sge = 1;
-  attr.cap.max_inline_data = sq_inline_;
-  if (int err = core::create_qp(id_, nullptr, &attr)) return err;
-  sq_inline_ = static_cast<uint16_t>(attr.cap.max_inline_data);
-
-  rmsg_.assign(rq_size_ + 1u, Received{});
-  size_t sbuf_total = sbuf_size_;
-  if (sq_inline_ < wire::kMaxCtrlMessage) sbuf_total += wire::kMaxCtrlMessage * wire::kCtrlMessages;
+  rmsg_.assign(sizes_.rq_size + 1u, 0);
+  size_t sbuf_total = sizes_.sbuf_size;
+  if (sizes_.sq_inline < wire::kMaxCtrlMessage) sbuf_total += wire::kMaxCtrlMessage * wire::kCtrlMessages;
   size_t target_len = sizeof(wire::Sge) * wire::kTargetSglSize +
                       sizeof(wire::IomapEntry) * target_iomap_size_;
   sbuf_ = static_cast<uint8_t*>(forksafe_alloc(sbuf_total));
-  rbuf_ = static_cast<uint8_t*>(forksafe_alloc(rbuf_size_));
+  rbuf_ = static_cast<uint8_t*>(forksafe_alloc(sizes_.rbuf_size));
   target_sgl_ = static_cast<wire::Sge*>(forksafe_alloc(target_len));
   if (!sbuf_ || !rbuf_ || !target_sgl_) return -ENOMEM;
   smr_ = register_buffer(id_, sbuf_, sbuf_total, false);
-  rmr_ = register_buffer(id_, rbuf_, rbuf_size_, true);
+  rmr_ = register_buffer(id_, rbuf_, sizes_.rbuf_size, true);
   target_mr_ = register_buffer(id_, target_sgl_, target_len, true);
   if (!smr_ || !rmr_ || !target_mr_) return errno ? -errno : -ENOMEM;
 
   ssgl_[0].addr = ssgl_[1].addr = reinterpret_cast<uintptr_t>(sbuf_);
   ssgl_[0].lkey = ssgl_[1].lkey = smr_->lkey;
-  sbuf_bytes_avail_ = static_cast<int>(sbuf_size_);
-  rbuf_free_offset_ = static_cast<int>(rbuf_size_ >> 1);
-  rbuf_bytes_avail_ = static_cast<int>(rbuf_size_ >> 1);
-  sqe_avail_ = sq_size_ - static_cast<int>(ctrl_max_seqno_);
-  rseq_comp_ = rq_size_ >> 1;
-  for (int i = 0; i < rq_size_; ++i)
+  sbuf_bytes_avail_ = static_cast<int>(sizes_.sbuf_size);
+  rbuf_free_offset_ = static_cast<int>(sizes_.rbuf_size >> 1);
+  rbuf_bytes_avail_ = static_cast<int>(sizes_.rbuf_size >> 1);
+  sqe_avail_ = sizes_.sq_size - static_cast<int>(ctrl_max_seqno_);
+  rseq_comp_ = sizes_.rq_size >> 1;
+  for (int i = 0; i < sizes_.rq_size; ++i)
     if (int err = post_recv()) return err;
   return 0;
 }
 
 void StreamSocket::format_conn_data(wire::ConnData* out) const {
   *out = wire::encode_conn_data(
-      rq_size_, target_iomap_size_,
+      sizes_.rq_size, target_iomap_size_,
       {reinterpret_cast<uintptr_t>(target_sgl_), target_mr_->rkey, wire::kTargetSglSize},
-      {reinterpret_cast<uintptr_t>(rbuf_), rmr_->rkey, rbuf_size_ >> 1});
+      {reinterpret_cast<uintptr_t>(rbuf_), rmr_->rkey, sizes_.rbuf_size >> 1});
 }
 
 void StreamSocket::save_conn_data(const wire::ConnData& in) {
@@ -403,7 +365,7 @@ int StreamSocket::shutdown(int how) {
     if (send) err = send_ctrl(ctrl, kShutdownWaitMs);
   }
   if (!err && (state_ & kConnected) &&
-      !wait_until(&StreamSocket::all_sends_done, kShutdownWaitMs))
+      !wait_ms(&StreamSocket::all_sends_done, kShutdownWaitMs))
     err = -ETIMEDOUT;
   if (state_ & kDisconnected) {
     // Flush the receives so that a thread asleep in rpoll wakes.
@@ -442,7 +404,7 @@ bool StreamSocket::close() {
 bool StreamSocket::linger_done() {
   if (close_ctrl_pending_)  // no control slot was free at rclose: try again
     close_ctrl_pending_ = send_ctrl(close_ctrl_, 0) == -ETIMEDOUT;
-  return wait_until(&StreamSocket::peer_closed, 0);
+  return wait_ms(&StreamSocket::peer_closed, 0);
 }
 
 // The peer did not close its end in time (or did): tell it we are gone,
@@ -451,7 +413,7 @@ void StreamSocket::finish_close() {
   if (state_ & kConnected) {
     state_ &= ~(kReadable | kWritable);
     send_ctrl(wire::Ctrl::disconnect, 100);
-    wait_until(&StreamSocket::all_sends_done, 200);
+    wait_ms(&StreamSocket::all_sends_done, 200);
   }
   if (id_->qp) core::flush_qp(id_);
 }

@@ -8,12 +8,14 @@
 #include <mutex>
 #include <vector>
 
+#include "rsocket/completion_wait.h"
 #include "rsocket/protocol.h"
+#include "rsocket/sizes.h"
 #include "rsocket/socket.h"
 
 namespace rdmacm::rsocket {
 
-class StreamSocket final : public Socket {
+class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
  public:
   // States, ordered passive, opening, connected, closed (as rdma-core's).
   enum : int {
@@ -81,7 +83,12 @@ class StreamSocket final : public Socket {
   bool set_nonblocking(bool on);
 
   // stream_io.cpp: the data path.
-  using Test = bool (StreamSocket::*)() const;
+  friend class CompletionWait<StreamSocket>;
+  int reap();
+  void arm();
+  int sleep_on_cq(int ms);
+  int take_completions();
+  int wait_send_room(int flags);
   int post_recv();
   int post_message(uint32_t imm);
   int post_write(ibv_sge* sgl, int nsge, uint32_t imm, int flags, uint64_t addr, uint32_t rkey,
@@ -90,13 +97,8 @@ class StreamSocket final : public Socket {
   void send_credits();
   bool should_give_credits() const;
   void update_credits();
-  int poll_cq();
-  int wait_cq_event();
-  int process_cq(bool nonblock, Test test);
-  int completion(bool nonblock, Test test);
-  // A control message, once a control slot is free (waiting at most wait_ms).
-  int send_ctrl(wire::Ctrl ctrl, int wait_ms);
-  bool wait_until(Test test, int ms);
+  // A control message, once a control slot is free (waiting at most ms).
+  int send_ctrl(wire::Ctrl ctrl, int ms);
   bool peer_closed() const { return !(state_ & kConnected); }
   // One look at a lingering close (service.cpp): true once the peer has
   // closed its end.
@@ -127,8 +129,6 @@ class StreamSocket final : public Socket {
   bool have_data() const { return rmsg_head_ != rmsg_tail_; }
   bool conn_have_data() const { return have_data() || !(state_ & kReadable); }
   bool all_sends_done() const;
-  bool cq_armed() const { return cq_armed_; }
-  bool any() const { return true; }
   bool nonblocking(int flags) const { return (fd_flags_ & O_NONBLOCK) || (flags & MSG_DONTWAIT); }
 
   rdma_cm_id* id_ = nullptr;
@@ -144,9 +144,8 @@ class StreamSocket final : public Socket {
   wire::Ctrl close_ctrl_ = wire::Ctrl::shutdown;  // what rclose tells the peer
   bool close_ctrl_pending_ = false;               // not sent yet (no slot free)
 
-  // Sizes (inherited from a listener, else config()).
-  uint32_t sbuf_size_, rbuf_size_;
-  uint16_t sq_size_, rq_size_, sq_inline_;
+  // Sizes (a listener's, else config()'s); fixed by create_endpoint.
+  Sizes sizes_;
   uint16_t target_iomap_size_;
 
   // Buffers, registered with the id's PD.
@@ -171,15 +170,10 @@ class StreamSocket final : public Socket {
   ibv_sge ssgl_[2]{};
   int sqe_avail_ = 0;
 
-  struct Received {
-    uint32_t op;
-    uint32_t data;
-  };
-  std::vector<Received> rmsg_;  // rq_size + 1 slots
+  std::vector<uint32_t> rmsg_;  // the lengths of received DATA messages: rq_size + 1 slots
   int rmsg_head_ = 0, rmsg_tail_ = 0;
 
-  bool cq_armed_ = false;
-  int unack_cqe_ = 0;
+  int unack_cqe_ = 0;  // CQ events taken and not acknowledged yet (cq_sleep_mutex_)
 
   int accept_queue_[2] = {-1, -1};  // listener: fds of accepted sockets
 
@@ -188,7 +182,7 @@ class StreamSocket final : public Socket {
   std::vector<Mapping> pending_;  // to send before the next data
   std::vector<bool> slot_used_;   // the peer's iomap table entries we fill
 
-  std::mutex send_mutex_, recv_mutex_, cq_mutex_, cq_wait_mutex_, connect_mutex_;
+  std::mutex send_mutex_, recv_mutex_, connect_mutex_;
 };
 
 }  // namespace rdmacm::rsocket

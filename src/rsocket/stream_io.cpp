@@ -1,7 +1,6 @@
 // Stream rsockets' data path: RDMA writes with immediate data into the peer's
 // receive buffer, credits, control messages, and waiting for completions
 // (polling first, then sleeping on the CQ's channel).
-#include <byteswap.h>
 #include <time.h>
 
 #include <algorithm>
@@ -61,12 +60,12 @@ int StreamSocket::post_write(ibv_sge* sgl, int nsge, uint32_t imm, int flags, ui
 int StreamSocket::post_from_sbuf(const void* buf, uint32_t len, uint32_t imm, uint64_t addr,
                                  uint32_t rkey, bool with_imm) {
   auto* in = static_cast<const uint8_t*>(buf);
-  if (len <= sq_inline_) {
+  if (len <= sizes_.sq_inline) {
     ibv_sge sge{reinterpret_cast<uintptr_t>(in), len, 0};
     return post_write(&sge, 1, imm, IBV_SEND_INLINE, addr, rkey, with_imm);
   }
   uint32_t to_end =
-      static_cast<uint32_t>(reinterpret_cast<uintptr_t>(sbuf_ + sbuf_size_) - ssgl_[0].addr);
+      static_cast<uint32_t>(reinterpret_cast<uintptr_t>(sbuf_ + sizes_.sbuf_size) - ssgl_[0].addr);
   if (len <= to_end) {
     std::memcpy(reinterpret_cast<void*>(ssgl_[0].addr), in, len);
     ssgl_[0].length = len;
@@ -102,23 +101,23 @@ int StreamSocket::write_data(const void* buf, uint32_t length) {
 // again, that half: written into the peer's target SGL.
 void StreamSocket::send_credits() {
   ++ctrl_seqno_;
-  rseq_comp_ = static_cast<uint16_t>(rseq_no_ + (rq_size_ >> 1));
-  uint32_t credit = wire::imm(wire::Op::sgl, static_cast<uint16_t>(rseq_no_ + rq_size_));
-  if (rbuf_bytes_avail_ < static_cast<int>(rbuf_size_ >> 1)) {
+  rseq_comp_ = static_cast<uint16_t>(rseq_no_ + (sizes_.rq_size >> 1));
+  uint32_t credit = wire::imm(wire::Op::sgl, static_cast<uint16_t>(rseq_no_ + sizes_.rq_size));
+  if (rbuf_bytes_avail_ < static_cast<int>(sizes_.rbuf_size >> 1)) {
     post_message(credit);
     return;
   }
   wire::Sge sge{reinterpret_cast<uintptr_t>(&rbuf_[rbuf_free_offset_]), rmr_->rkey,
-                rbuf_size_ >> 1};
-  if (swap_sgl_) sge = {bswap_64(sge.addr), bswap_32(sge.key), bswap_32(sge.length)};
+                sizes_.rbuf_size >> 1};
+  if (swap_sgl_) sge = wire::byteswapped(sge);
   ibv_sge ib{};
   int flags = IBV_SEND_INLINE;
   ib.addr = reinterpret_cast<uintptr_t>(&sge);
   ib.length = sizeof(sge);
-  if (sq_inline_ < sizeof(sge)) {
+  if (sizes_.sq_inline < sizeof(sge)) {
     // Too big to inline: from the control slots past the send buffer.
     uint8_t* slot =
-        sbuf_ + sbuf_size_ + wire::kMaxCtrlMessage * (ctrl_seqno_ & (wire::kCtrlMessages - 1));
+        sbuf_ + sizes_.sbuf_size + wire::kMaxCtrlMessage * (ctrl_seqno_ & (wire::kCtrlMessages - 1));
     std::memcpy(slot, &sge, sizeof(sge));
     ib.addr = reinterpret_cast<uintptr_t>(slot);
     ib.lkey = smr_->lkey;
@@ -126,14 +125,14 @@ void StreamSocket::send_credits() {
   }
   post_write(&ib, 1, credit, flags, remote_sgl_.addr + remote_sge_ * sizeof(wire::Sge),
              remote_sgl_.key, true);
-  rbuf_bytes_avail_ -= static_cast<int>(rbuf_size_ >> 1);
-  rbuf_free_offset_ += static_cast<int>(rbuf_size_ >> 1);
-  if (rbuf_free_offset_ >= static_cast<int>(rbuf_size_)) rbuf_free_offset_ = 0;
+  rbuf_bytes_avail_ -= static_cast<int>(sizes_.rbuf_size >> 1);
+  rbuf_free_offset_ += static_cast<int>(sizes_.rbuf_size >> 1);
+  if (rbuf_free_offset_ >= static_cast<int>(sizes_.rbuf_size)) rbuf_free_offset_ = 0;
   if (++remote_sge_ == remote_sgl_.length) remote_sge_ = 0;
 }
 
 bool StreamSocket::should_give_credits() const {
-  return (rbuf_bytes_avail_ >= static_cast<int>(rbuf_size_ >> 1) ||
+  return (rbuf_bytes_avail_ >= static_cast<int>(sizes_.rbuf_size >> 1) ||
           static_cast<int16_t>(rseq_no_ - rseq_comp_) >= 0) &&
          ctrl_available() && (state_ & kConnected);
 }
@@ -148,13 +147,13 @@ bool StreamSocket::can_send() const {
 }
 
 bool StreamSocket::all_sends_done() const {
-  return static_cast<int>(ctrl_max_seqno_ - ctrl_seqno_) + sqe_avail_ == sq_size_ ||
+  return static_cast<int>(ctrl_max_seqno_ - ctrl_seqno_) + sqe_avail_ == sizes_.sq_size ||
          !(state_ & kConnected);
 }
 
 // Takes what completed: the peer's messages (data, credits, control) and our
 // sends' completions. Reposts a receive for each message taken.
-int StreamSocket::poll_cq() {
+int StreamSocket::take_completions() {
   ibv_wc wc;
   int ret, taken = 0;
   while ((ret = ibv_poll_cq(id_->recv_cq, 1, &wc)) > 0) {
@@ -182,12 +181,12 @@ int StreamSocket::poll_cq() {
             }
           }
           break;
-        case wire::Op::write:
+        case wire::Op::data:
+          rmsg_[rmsg_tail_] = wire::imm_data(msg);
+          if (++rmsg_tail_ == sizes_.rq_size + 1) rmsg_tail_ = 0;
           break;
         default:
-          rmsg_[rmsg_tail_] = {static_cast<uint32_t>(wire::imm_op(msg)), wire::imm_data(msg)};
-          if (++rmsg_tail_ == rq_size_ + 1) rmsg_tail_ = 0;
-          break;
+          break;  // no other op is sent (rdma-core 44 takes unknown ones as data)
       }
     } else {
       uint32_t sent = static_cast<uint32_t>(wc.wr_id);
@@ -225,8 +224,22 @@ int StreamSocket::poll_cq() {
   return ret < 0 ? ret : 0;
 }
 
-int StreamSocket::wait_cq_event() {
-  if (!cq_armed_) return 0;
+// CompletionWait's: credits granted before and after taking completions, as
+// rdma-core 44's rs_process_cq does around its rs_poll_cq.
+int StreamSocket::reap() {
+  update_credits();
+  int ret = take_completions();
+  update_credits();
+  return ret;
+}
+
+void StreamSocket::arm() { ibv_req_notify_cq(id_->recv_cq, 0); }
+
+int StreamSocket::sleep_on_cq(int ms) {
+  if (ms >= 0) {
+    pollfd p{id_->recv_cq_channel->fd, POLLIN, 0};
+    if (::poll(&p, 1, ms) <= 0) return 0;
+  }
   ibv_cq* cq;
   void* context;
   if (ibv_get_cq_event(id_->recv_cq_channel, &cq, &context)) {
@@ -234,48 +247,18 @@ int StreamSocket::wait_cq_event() {
     if (err != EAGAIN && err != EINTR) state_ = kError;
     return -err;
   }
-  if (++unack_cqe_ >= sq_size_ + rq_size_) {
+  if (++unack_cqe_ >= sizes_.sq_size + sizes_.rq_size) {
     ibv_ack_cq_events(id_->recv_cq, static_cast<unsigned>(unack_cqe_));
     unack_cqe_ = 0;
   }
-  cq_armed_ = false;
-  return 0;
+  return 1;
 }
 
-// Processes completions until test() holds; sleeps on the CQ's channel
-// between rounds unless nonblock (then -EWOULDBLOCK). A sender and a receiver
-// may both be here: cq_mutex guards the CQ and what it updates, and is let go
-// while sleeping (cq_wait_mutex) so the other can progress.
-int StreamSocket::process_cq(bool nonblock, Test test) {
-  std::unique_lock lock(cq_mutex_);
-  int ret;
-  do {
-    update_credits();
-    ret = poll_cq();
-    if ((this->*test)()) {
-      ret = 0;
-      break;
-    }
-    if (ret) break;
-    if (nonblock) {
-      ret = -EWOULDBLOCK;
-    } else if (!cq_armed_) {
-      ibv_req_notify_cq(id_->recv_cq, 0);
-      cq_armed_ = true;
-    } else {
-      update_credits();
-      std::lock_guard wait(cq_wait_mutex_);
-      lock.unlock();
-      ret = wait_cq_event();
-      lock.lock();
-    }
-  } while (!ret);
-  update_credits();
-  return ret;
-}
-
-int StreamSocket::completion(bool nonblock, Test test) {
-  return spin_then_sleep(nonblock, [&](bool look_only) { return process_cq(look_only, test); });
+// Room for the next write (or the peer gone: ECONNRESET).
+int StreamSocket::wait_send_room(int flags) {
+  if (can_send()) return 0;
+  if (int err = wait(&StreamSocket::conn_can_send, nonblocking(flags))) return err;
+  return state_ & kWritable ? 0 : -ECONNRESET;
 }
 
 void StreamSocket::send_keepalive() {
@@ -285,40 +268,12 @@ void StreamSocket::send_keepalive() {
   post_message(wire::imm(wire::Op::ctrl, static_cast<uint32_t>(wire::Ctrl::keepalive)));
 }
 
-int StreamSocket::send_ctrl(wire::Ctrl ctrl, int wait_ms) {
-  if (!ctrl_available() && !wait_until(&StreamSocket::conn_can_send_ctrl, wait_ms))
-    return -ETIMEDOUT;
+int StreamSocket::send_ctrl(wire::Ctrl ctrl, int ms) {
+  if (!ctrl_available() && !wait_ms(&StreamSocket::conn_can_send_ctrl, ms)) return -ETIMEDOUT;
   std::lock_guard lock(cq_mutex_);
   if (!(state_ & kConnected) || !ctrl_available()) return 0;
   ++ctrl_seqno_;
   return post_message(wire::imm(wire::Op::ctrl, static_cast<uint32_t>(ctrl)));
-}
-
-// Processes completions until test() holds or ms have passed (0: look
-// once), sleeping on the CQ's channel in between; never longer than ms, so a
-// stopped or dead peer cannot hold the caller.
-bool StreamSocket::wait_until(Test test, int ms) {
-  uint64_t deadline = now_us() + static_cast<uint64_t>(ms) * 1000;
-  for (;;) {
-    process_cq(true, test);
-    if ((this->*test)()) return true;
-    uint64_t now = now_us();
-    if (now >= deadline) return false;
-    {
-      std::lock_guard lock(cq_mutex_);
-      if (!cq_armed_) {
-        ibv_req_notify_cq(id_->recv_cq, 0);
-        cq_armed_ = true;
-        continue;  // look once more: a completion may have come before the arming
-      }
-    }
-    pollfd p{id_->recv_cq_channel->fd, POLLIN, 0};
-    int left_ms = static_cast<int>((deadline - now) / 1000) + 1;
-    if (::poll(&p, 1, std::min(left_ms, 100)) > 0) {
-      std::lock_guard wait(cq_wait_mutex_);
-      wait_cq_event();
-    }
-  }
 }
 
 // Data still queued after the peer disconnected is handed out.
@@ -335,30 +290,30 @@ ssize_t StreamSocket::recv(void* buf, size_t len, int flags) {
   int ret = 0;
   do {
     if (!have_data()) {
-      if ((ret = completion(nonblocking(flags), &StreamSocket::conn_have_data))) break;
+      if ((ret = wait(&StreamSocket::conn_have_data, nonblocking(flags)))) break;
     }
     bool peek = flags & MSG_PEEK;
     int head = rmsg_head_, offset = rbuf_offset_;
     uint16_t consumed = 0;
     int freed = 0;
     while (left && head != rmsg_tail_) {
-      uint32_t size = rmsg_[head].data;
+      uint32_t size = rmsg_[head];
       if (left < size) {
         size = static_cast<uint32_t>(left);
-        if (!peek) rmsg_[head].data -= size;
+        if (!peek) rmsg_[head] -= size;
       } else {
         ++consumed;
-        if (++head == rq_size_ + 1) head = 0;
+        if (++head == sizes_.rq_size + 1) head = 0;
       }
       left -= size;
       freed += static_cast<int>(size);
       while (size) {
-        uint32_t chunk = std::min<uint32_t>(size, rbuf_size_ - offset);
+        uint32_t chunk = std::min<uint32_t>(size, sizes_.rbuf_size - offset);
         std::memcpy(out, &rbuf_[offset], chunk);
         out += chunk;
         size -= chunk;
         offset += static_cast<int>(chunk);
-        if (offset == static_cast<int>(rbuf_size_)) offset = 0;
+        if (offset == static_cast<int>(sizes_.rbuf_size)) offset = 0;
       }
     }
     if (peek) break;
@@ -389,13 +344,7 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
   uint32_t chunk_limit = wire::kFirstTransfer;
   int ret = 0;
   while (left) {
-    if (!can_send()) {
-      if ((ret = completion(nonblocking(flags), &StreamSocket::conn_can_send))) break;
-      if (!(state_ & kWritable)) {
-        ret = -ECONNRESET;
-        break;
-      }
-    }
+    if ((ret = wait_send_room(flags))) break;
     uint32_t size;
     if (chunk_limit < left) {
       size = chunk_limit;
@@ -418,7 +367,7 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
 short StreamSocket::poll_state(short events) {
   int state = state_;
   if ((state & kConnected) || state == kDisconnected || (state & kError)) {
-    process_cq(true, &StreamSocket::any);
+    reap_now();
     short revents = 0;
     {
       std::lock_guard lock(cq_mutex_);
@@ -450,12 +399,8 @@ short StreamSocket::poll_state(short events) {
 }
 
 int StreamSocket::wait_fd() {
-  std::lock_guard lock(cq_mutex_);
   if (state_ & kConnected) {
-    if (!cq_armed_) {
-      ibv_req_notify_cq(id_->recv_cq, 0);
-      cq_armed_ = true;
-    }
+    arm_for_poll();
     return id_->recv_cq_channel->fd;
   }
   if (state_ == kListening) return accept_queue_[0];
@@ -464,8 +409,7 @@ int StreamSocket::wait_fd() {
 
 void StreamSocket::consume_wakeup() {
   if (!(state_ & kConnected) && state_ != kDisconnected && !(state_ & kError)) return;
-  std::lock_guard wait(cq_wait_mutex_);
-  wait_cq_event();
+  take_wakeup();
 }
 
 }  // namespace rdmacm::rsocket

@@ -2,7 +2,6 @@
 // for remote writes and announced to the peer (an IomapEntry written into the
 // peer's iomap table, which follows its target SGL); riowrite places bytes
 // directly into a buffer the peer announced to us, with no receive consumed.
-#include <byteswap.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -65,18 +64,11 @@ int StreamSocket::send_iomaps(int flags) {
   std::lock_guard lock(map_mutex_);
   int ret = 0;
   while (!pending_.empty()) {
-    if (!can_send()) {
-      if ((ret = completion(nonblocking(flags), &StreamSocket::conn_can_send))) break;
-      if (!(state_ & kWritable)) {
-        ret = -ECONNRESET;
-        break;
-      }
-    }
+    if ((ret = wait_send_room(flags))) break;
     Mapping m = pending_.front();
     wire::IomapEntry e{m.offset, {reinterpret_cast<uintptr_t>(m.mr->addr), m.mr->rkey,
                                   static_cast<uint32_t>(m.mr->length)}};
-    if (swap_sgl_)
-      e = {bswap_64(e.offset), {bswap_64(e.sge.addr), bswap_32(e.sge.key), bswap_32(e.sge.length)}};
+    if (swap_sgl_) e = wire::byteswapped(e);
     {
       std::lock_guard cq(cq_mutex_);
       ++sseq_no_;
@@ -120,13 +112,7 @@ ssize_t StreamSocket::iowrite(const void* buf, size_t len, off_t offset, int fla
       }
     }
     if (!found) break;  // rdma-core stops at an unmapped offset too
-    if (!can_send()) {
-      if ((ret = completion(nonblocking(flags), &StreamSocket::conn_can_send))) break;
-      if (!(state_ & kWritable)) {
-        ret = -ECONNRESET;
-        break;
-      }
-    }
+    if ((ret = wait_send_room(flags))) break;
     uint32_t size = chunk_limit < left ? chunk_limit : static_cast<uint32_t>(left);
     if (chunk_limit < left && chunk_limit < wire::kMaxTransfer) chunk_limit <<= 1;
     size = std::min<uint32_t>(size, static_cast<uint32_t>(sbuf_bytes_avail_));

@@ -20,8 +20,6 @@
 namespace rdmacm::rsocket {
 namespace {
 
-constexpr uint32_t kQpMaxSize = 0xFFFE;
-
 void set_bit(uint64_t* opts, int name, bool on) {
   if (name < 0 || name >= 64) return;
   *opts = on ? *opts | 1ull << name : *opts & ~(1ull << name);
@@ -61,11 +59,9 @@ int StreamSocket::set_option(int level, int name, const void* value, socklen_t l
           return 0;
         }
         case SO_RCVBUF:
-          if (!rbuf_) rbuf_size_ = static_cast<uint32_t>(v) << 1;
-          return 0;
         case SO_SNDBUF:
-          if (!sbuf_) sbuf_size_ = static_cast<uint32_t>(v) << 1;
-          if (sbuf_size_ < wire::kSendLowWater) sbuf_size_ = wire::kSendLowWater << 1;
+          // As rdma-core 44: until the buffers exist.
+          if (!(name == SO_RCVBUF ? rbuf_ : sbuf_)) sizes_.set(level, name, v);
           return 0;
         case SO_LINGER: {
           linger l;
@@ -118,13 +114,9 @@ int StreamSocket::set_option(int level, int name, const void* value, socklen_t l
       if (state_ >= kOpening) return -EINVAL;
       switch (name) {
         case RDMA_SQSIZE:
-          sq_size_ = static_cast<uint16_t>(std::min<uint32_t>(static_cast<uint32_t>(v), kQpMaxSize));
-          return 0;
         case RDMA_RQSIZE:
-          rq_size_ = static_cast<uint16_t>(std::min<uint32_t>(static_cast<uint32_t>(v), kQpMaxSize));
-          return 0;
         case RDMA_INLINE:
-          sq_inline_ = static_cast<uint16_t>(std::min<uint32_t>(static_cast<uint32_t>(v), kQpMaxSize));
+          sizes_.set(level, name, v);
           return 0;
         case RDMA_IOMAPSIZE:
           target_iomap_size_ = static_cast<uint16_t>(
@@ -180,6 +172,7 @@ int StreamSocket::get_route(void* value, socklen_t* len) {
 }
 
 int StreamSocket::get_option(int level, int name, void* value, socklen_t* len) {
+  if (int v; sizes_.get(level, name, &v)) return write_int(value, len, v);
   switch (level) {
     case SOL_SOCKET:
       switch (name) {
@@ -187,10 +180,6 @@ int StreamSocket::get_option(int level, int name, void* value, socklen_t* len) {
         case SO_KEEPALIVE:
         case SO_OOBINLINE:
           return write_int(value, len, bit(so_opts_, name));
-        case SO_RCVBUF:
-          return write_int(value, len, static_cast<int>(rbuf_size_));
-        case SO_SNDBUF:
-          return write_int(value, len, static_cast<int>(sbuf_size_));
         case SO_LINGER: {
           if (!value || !len) return -EFAULT;
           if (*len < sizeof(linger)) return -EINVAL;
@@ -225,12 +214,6 @@ int StreamSocket::get_option(int level, int name, void* value, socklen_t* len) {
       break;
     case SOL_RDMA:
       switch (name) {
-        case RDMA_SQSIZE:
-          return write_int(value, len, sq_size_);
-        case RDMA_RQSIZE:
-          return write_int(value, len, rq_size_);
-        case RDMA_INLINE:
-          return write_int(value, len, sq_inline_);
         case RDMA_IOMAPSIZE:
           return write_int(value, len, target_iomap_size_);
         case RDMA_ROUTE:

@@ -1,0 +1,134 @@
+// Waiting for completions, written once for both socket kinds (rdma-core
+// 44's rs_process_cq / ds_process_cqs and rs_get_comp): take what completed
+// until the caller's test holds; between looks, arm the CQs, look once more
+// (a completion that came before the arming raises no event), then sleep on
+// the completion channel.
+//
+// A socket S derives from CompletionWait<S> and provides, as friends:
+//   int reap();            take what completed, never sleeping: 0 or -errno
+//                          (cq_mutex_ held)
+//   void arm();            request an event from every CQ (cq_mutex_ held)
+//   int sleep_on_cq(int ms);  wait up to ms (-1: no limit) for a channel
+//                          event and take it: how many were taken, or -errno
+//                          (cq_sleep_mutex_ held, cq_mutex_ not)
+//
+// Locks: cq_mutex_ guards the CQs and everything completions update; it is
+// let go while a thread sleeps, so that a sender and a receiver both make
+// progress. cq_sleep_mutex_ serialises sleepers; it is taken after cq_mutex_
+// and let go before cq_mutex_ is taken again (never the other way round: a
+// sleeper that woke holding it while another thread held cq_mutex_ and
+// wanted it was a deadlock).
+//
+// A lost wake-up: one thread takes the event that a second, about to sleep,
+// armed for; the CQ is then disarmed and the second would sleep for ever.
+// So the CQs count as armed only while no event was taken since the arming
+// (events_taken_ counts them), and a thread about to sleep checks that once
+// more under cq_sleep_mutex_, else it looks again.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <mutex>
+
+#include "rsocket/waiting.h"
+
+namespace rdmacm::rsocket {
+
+template <typename S>
+class CompletionWait {
+ public:
+  using Test = bool (S::*)() const;
+
+  // Until test() holds: looks without sleeping for polling_time
+  // microseconds, then (unless nonblock: -EWOULDBLOCK) sleeps between looks.
+  // 0, or -errno.
+  int wait(Test test, bool nonblock) {
+    return spin_then_sleep(nonblock, [&](bool look_only) { return wait_loop(test, look_only, -1); });
+  }
+
+  // As wait, for at most ms milliseconds: a stopped or dead peer cannot hold
+  // the caller. Whether test() held.
+  bool wait_ms(Test test, int ms) { return wait_loop(test, false, ms) == 0; }
+
+  // One look, never sleeping (rpoll's and repoll's).
+  void reap_now() {
+    std::lock_guard lock(cq_mutex_);
+    self().reap();
+  }
+
+  // Arms the CQs for a caller that sleeps on their channel itself (rpoll).
+  void arm_for_poll() {
+    std::lock_guard lock(cq_mutex_);
+    arm_once();
+  }
+
+  // That caller's channel fired: takes the event (never sleeping).
+  void take_wakeup() {
+    std::lock_guard sleep(cq_sleep_mutex_);
+    int n = self().sleep_on_cq(0);
+    if (n > 0) events_taken_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+  }
+
+ protected:
+  std::mutex cq_mutex_;        // the CQs and what completions update
+  std::mutex cq_sleep_mutex_;  // one sleeper on the channel (after cq_mutex_, see above)
+
+ private:
+  S& self() { return static_cast<S&>(*this); }
+
+  // cq_mutex_ held.
+  bool armed() const { return armed_at_ == events_taken_.load(std::memory_order_relaxed); }
+  void arm_once() {
+    if (armed()) return;
+    self().arm();
+    armed_at_ = events_taken_.load(std::memory_order_relaxed);
+  }
+
+  // The loop under wait and wait_ms: 0 once test() holds, -EWOULDBLOCK
+  // (look_only), -ETIMEDOUT (ms passed), or reap's or the sleep's -errno.
+  int wait_loop(Test test, bool look_only, int ms) {
+    S& s = self();
+    uint64_t deadline = ms < 0 ? 0 : now_us() + static_cast<uint64_t>(ms) * 1000;
+    std::unique_lock lock(cq_mutex_);
+    for (;;) {
+      int ret = s.reap();
+      if ((s.*test)()) return 0;
+      if (ret) return ret;
+      if (look_only) return -EWOULDBLOCK;
+      int slice = -1;
+      if (ms >= 0) {
+        uint64_t now = now_us();
+        if (now >= deadline) return -ETIMEDOUT;
+        // Bounded slices: a timed wait re-checks at least every 100 ms.
+        slice = static_cast<int>(std::min<uint64_t>((deadline - now) / 1000 + 1, 100));
+      }
+      if (!armed()) {
+        arm_once();
+        continue;  // look once more: a completion may have come before the arming
+      }
+      uint64_t seen = armed_at_;
+      int n = 1;
+      {
+        std::lock_guard sleep(cq_sleep_mutex_);
+        lock.unlock();
+        // Unless another thread took an event since we armed (the CQ may be
+        // disarmed: look again instead).
+        if (events_taken_.load(std::memory_order_relaxed) == seen) {
+          n = s.sleep_on_cq(slice);
+          if (n > 0) events_taken_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+        }
+      }
+      lock.lock();
+      // A blocking wait ends on the sleep's error (EINTR: as rdma-core 44's);
+      // a timed one keeps looking until its time is up.
+      if (n < 0 && ms < 0) return n;
+    }
+  }
+
+  std::atomic<uint64_t> events_taken_{0};  // changed under cq_sleep_mutex_
+  uint64_t armed_at_ = ~uint64_t{0};       // events_taken_ when last armed (cq_mutex_)
+};
+
+}  // namespace rdmacm::rsocket
