@@ -17,14 +17,12 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include "core/cm.h"
 #include "rsocket/datagram.h"
 #include "rsocket/queue_pair.h"
-#include "rsocket/watcher.h"
+#include "rsocket/service_thread.h"
 #include "rsocket/waiting.h"
 
 namespace rdmacm::rsocket {
@@ -284,14 +282,13 @@ namespace {
 // Never destroyed: its thread outlives static destruction. A datagram lost
 // to an out-of-memory is lost as UDP's may be.
 auto& udp_service() {
-  static auto* service = new Watcher<DatagramSocket, void (*)(DatagramSocket*)>(
-      [](DatagramSocket* s) { s->process_udp(); });
+  static auto* service = new ServiceThread<DatagramSocket>([](DatagramSocket* s) { s->process_udp(); });
   return *service;
 }
 
 }  // namespace
 
-int watch_udp(DatagramSocket* s) { return udp_service().add(s); }
-void unwatch_udp(DatagramSocket* s) { udp_service().remove(s); }
+int watch_udp(DatagramSocket* s) { return udp_service().watch(s); }
+void unwatch_udp(DatagramSocket* s) { udp_service().unwatch(s); }
 
 }  // namespace rdmacm::rsocket

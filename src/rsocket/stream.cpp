@@ -15,7 +15,7 @@
 #include "core/cm.h"
 #include "rsocket/config.h"
 #include "rsocket/queue_pair.h"
-#include "rsocket/service.h"
+#include "rsocket/stream_service.h"
 #include "rsocket/table.h"
 #include "rsocket/waiting.h"
 
@@ -377,7 +377,7 @@ int StreamSocket::shutdown(int how) {
 
 // Closes as TCP does: our end first, at once (the peer reads what is queued,
 // then end-of-file), the rest once the peer has closed its end too, or after
-// at most two seconds, in the background (service.cpp), so rclose itself
+// at most kLingerMs, in the background (stream_service.cpp), so rclose itself
 // never waits on the peer. rdma-core disconnects at once, and a peer in rpoll
 // then sees POLLHUP before it has read the last data (rstream -T a fails on
 // it); its rclose waits without a bound for its sends to complete.
@@ -398,13 +398,14 @@ bool StreamSocket::close() {
     close_ctrl_pending_ = send_ctrl(close_ctrl_, 0) == -ETIMEDOUT;
   }
   if (!(state_ & kConnected)) return true;
+  linger_until_us_ = now_us() + kLingerMs * 1000ull;
   return !linger_close(this);
 }
 
 bool StreamSocket::linger_done() {
   if (close_ctrl_pending_)  // no control slot was free at rclose: try again
     close_ctrl_pending_ = send_ctrl(close_ctrl_, 0) == -ETIMEDOUT;
-  return wait_ms(&StreamSocket::peer_closed, 0);
+  return wait_ms(&StreamSocket::peer_closed, 0) || now_us() >= linger_until_us_;
 }
 
 // The peer did not close its end in time (or did): tell it we are gone,

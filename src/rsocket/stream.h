@@ -60,7 +60,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   int wait_fd() override;
   void consume_wakeup() override;
 
-  // For the CM service (service.cpp): a listener's pending connection
+  // For the services (stream_service.cpp): a listener's pending connection
   // requests, and a connected or connecting socket's CM events.
   void accept_requests();
   void handle_cm_event();
@@ -71,6 +71,11 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
     unsigned t = keepalive_time_;
     return t ? t : 7200;
   }
+  // For the lingerer: one look at a lingering close, true once the peer has
+  // closed its end or the linger time is over; then finish_close, the rest
+  // of the teardown (the lingerer deletes the socket after it).
+  bool linger_done();
+  void finish_close();
 
  private:
   explicit StreamSocket(const StreamSocket* listener);
@@ -100,13 +105,6 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // A control message, once a control slot is free (waiting at most ms).
   int send_ctrl(wire::Ctrl ctrl, int ms);
   bool peer_closed() const { return !(state_ & kConnected); }
-  // One look at a lingering close (service.cpp): true once the peer has
-  // closed its end.
-  bool linger_done();
-  // The end of a lingering close: the rest of the teardown (service.cpp's
-  // lingerer calls it when the peer has closed or the wait is over).
-  friend class Lingerer;
-  void finish_close();
 
   // stream_iomap.cpp: buffers mapped for the peer's direct writes.
   struct Mapping {
@@ -143,6 +141,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   bool keepalive_on_ = false;
   wire::Ctrl close_ctrl_ = wire::Ctrl::shutdown;  // what rclose tells the peer
   bool close_ctrl_pending_ = false;               // not sent yet (no slot free)
+  uint64_t linger_until_us_ = 0;                  // a lingering close ends by then (now_us)
 
   // Sizes (a listener's, else config()'s); fixed by create_endpoint.
   Sizes sizes_;

@@ -14,7 +14,7 @@
 #include "core/cm.h"
 #include "rsocket/option_value.h"
 #include "rsocket/protocol.h"
-#include "rsocket/service.h"
+#include "rsocket/stream_service.h"
 #include "rsocket/stream.h"
 
 namespace rdmacm::rsocket {

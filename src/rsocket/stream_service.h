@@ -1,8 +1,10 @@
-// Background threads that watch rsockets' CM channels, as rdma-core's do:
-// one accepts connection requests on listeners, one follows the CM events
-// of connecting and connected sockets (a non-blocking connect's progress, a
-// peer's disconnect). Started on first use; a socket is removed before it
-// is freed, and once remove() returns the thread no longer touches it.
+// Stream sockets' background work, as rdma-core's service threads do it
+// (one ServiceThread each: service_thread.h): accepting connection requests
+// on listeners; following the CM events of connecting and connected sockets
+// (a non-blocking connect's progress, a peer's disconnect) and sending
+// their keep-alives; finishing lingering closes. Started on first use; a
+// socket is removed before it is freed, and once unwatch returns the
+// service no longer touches it.
 #pragma once
 
 namespace rdmacm::rsocket {
@@ -12,13 +14,16 @@ class StreamSocket;
 enum class Watch { listeners, connections, keepalive };
 
 // keepalive: the socket's send_keepalive() every keepalive_interval() seconds
-// (SO_KEEPALIVE). -errno if the thread could not be started.
+// (SO_KEEPALIVE; watching again reschedules). -errno if the thread could not
+// be started.
 int watch(Watch which, StreamSocket* s);
 void unwatch(Watch which, StreamSocket* s);
 
-// Takes a closed socket whose peer has not closed its end yet: waits for it
-// (at most a second), finishes the close and deletes the socket. false if
-// that cannot be done (no thread): the caller finishes at once.
+// Takes a closed socket whose peer has not closed its end yet: looks every
+// few milliseconds until it has or kLingerMs have passed, then finishes the
+// close and deletes the socket. false if that cannot be done (no thread):
+// the caller finishes at once.
+constexpr int kLingerMs = 2000;
 bool linger_close(StreamSocket* s);
 
 }  // namespace rdmacm::rsocket

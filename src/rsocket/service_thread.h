@@ -1,0 +1,188 @@
+// The one mechanism behind every background thread of the wing: a thread,
+// started on first use and never stopped (it outlives static destruction),
+// that runs on_ready(s) for each watched socket whose fd became readable,
+// and on_due(s, kind) for each timer that fell due. Users: the CM services
+// and the timers of stream sockets (stream_service.cpp), the UDP service of
+// datagram sockets (datagram_service.cpp).
+//
+// Once unwatch() or cancel() returns, the thread no longer touches that
+// socket for that purpose: on_ready runs under the service's lock, on_due
+// outside it (a timer may take a while: a lingering close) with cancel()
+// waiting for a running one to end, as the kernel's del_timer_sync.
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+namespace rdmacm::rsocket {
+
+template <typename S>
+class ServiceThread {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using OnReady = void (*)(S*);
+  // When the timer is due next; Clock::time_point{} to drop it.
+  using OnDue = Clock::time_point (*)(S*, int kind);
+
+  explicit ServiceThread(OnReady on_ready, OnDue on_due = nullptr)
+      : on_ready_(on_ready), on_due_(on_due) {}
+
+  // -errno if the thread could not be started.
+  int watch(S* s) {
+    std::lock_guard lock(mutex_);
+    if (int err = start()) return err;
+    sockets_.push_back(s);
+    wake();
+    return 0;
+  }
+
+  void unwatch(S* s) {
+    std::lock_guard lock(mutex_);
+    std::erase(sockets_, s);
+    if (started_) wake();
+  }
+
+  // s's timer of this kind, due at when (replacing one set before).
+  int schedule(S* s, int kind, Clock::time_point when) {
+    std::lock_guard lock(mutex_);
+    if (int err = start()) return err;
+    auto it = find_timer(s, kind);
+    if (it == timers_.end())
+      timers_.push_back({s, kind, when});
+    else
+      it->due = when;
+    wake();
+    return 0;
+  }
+
+  void cancel(S* s, int kind) {
+    std::unique_lock lock(mutex_);
+    if (auto it = find_timer(s, kind); it != timers_.end()) timers_.erase(it);
+    if (running_.s == s && running_.kind == kind) running_cancelled_ = true;
+    done_.wait(lock, [&] { return !(running_.s == s && running_.kind == kind); });
+  }
+
+ private:
+  struct Timer {
+    S* s;
+    int kind;
+    Clock::time_point due;
+  };
+
+  typename std::vector<Timer>::iterator find_timer(S* s, int kind) {
+    return std::find_if(timers_.begin(), timers_.end(),
+                        [&](const Timer& t) { return t.s == s && t.kind == kind; });
+  }
+
+  // Under mutex_.
+  int start() {
+    if (started_) return 0;
+    if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK)) return -errno;
+    try {
+      std::thread([this] { run(); }).detach();
+    } catch (const std::system_error&) {
+      ::close(wake_[0]);
+      ::close(wake_[1]);
+      return -EAGAIN;
+    }
+    started_ = true;
+    return 0;
+  }
+
+  void wake() {
+    char c = 0;
+    if (::write(wake_[1], &c, 1) < 0) {
+      // Full pipe: a wake-up is pending anyway.
+    }
+  }
+
+  // Milliseconds until the next timer (-1: none). Under mutex_.
+  int next_timeout() const {
+    if (timers_.empty()) return -1;
+    auto next = std::min_element(timers_.begin(), timers_.end(),
+                                 [](const Timer& a, const Timer& b) { return a.due < b.due; })
+                    ->due;
+    auto ms = std::chrono::ceil<std::chrono::milliseconds>(next - Clock::now()).count();
+    return static_cast<int>(std::clamp<decltype(ms)>(ms, 0, 60000));
+  }
+
+  void run() {
+    std::vector<pollfd> fds;
+    for (;;) {
+      int timeout;
+      {
+        std::lock_guard lock(mutex_);
+        fds.assign(1, pollfd{wake_[0], POLLIN, 0});
+        for (S* s : sockets_) fds.push_back(pollfd{s->fd(), POLLIN, 0});
+        timeout = next_timeout();
+      }
+      if (::poll(fds.data(), fds.size(), timeout) < 0) continue;
+      if (fds[0].revents) {
+        char buf[64];
+        while (::read(wake_[0], buf, sizeof(buf)) > 0) {
+        }
+      }
+      std::unique_lock lock(mutex_);
+      for (size_t i = 1; i < fds.size(); ++i) {
+        if (!fds[i].revents) continue;
+        auto it = std::find_if(sockets_.begin(), sockets_.end(),
+                               [&](S* s) { return s->fd() == fds[i].fd; });
+        if (it == sockets_.end()) continue;  // unwatched meanwhile
+        try {
+          on_ready_(*it);
+        } catch (...) {  // out of memory: the next wake-up tries again
+        }
+      }
+      run_due_timers(lock);
+    }
+  }
+
+  void run_due_timers(std::unique_lock<std::mutex>& lock) {
+    for (;;) {
+      auto now = Clock::now();
+      auto it = std::find_if(timers_.begin(), timers_.end(),
+                             [&](const Timer& t) { return t.due <= now; });
+      if (it == timers_.end()) return;
+      Timer t = *it;
+      timers_.erase(it);
+      running_ = t;
+      running_cancelled_ = false;
+      lock.unlock();
+      Clock::time_point next{};
+      try {
+        next = on_due_(t.s, t.kind);
+      } catch (...) {  // out of memory: try again shortly
+        next = now + std::chrono::milliseconds(100);
+      }
+      lock.lock();
+      running_ = {};
+      done_.notify_all();
+      // Unless cancelled or scheduled anew while it ran.
+      if (next != Clock::time_point{} && !running_cancelled_ && find_timer(t.s, t.kind) == timers_.end())
+        timers_.push_back({t.s, t.kind, next});
+    }
+  }
+
+  const OnReady on_ready_;
+  const OnDue on_due_;
+  std::mutex mutex_;  // everything below
+  std::condition_variable done_;
+  std::vector<S*> sockets_;
+  std::vector<Timer> timers_;
+  Timer running_{};  // the timer whose on_due runs now (s null: none)
+  bool running_cancelled_ = false;
+  int wake_[2] = {-1, -1};
+  bool started_ = false;
+};
+
+}  // namespace rdmacm::rsocket
