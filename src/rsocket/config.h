@@ -1,4 +1,4 @@
-// Tunables, read once from /etc/rdma/rsocket/ as rdma-core does.
+// Tunables, read once from /etc/rdma/rsocket/ as rdma-core 44 does.
 #pragma once
 
 #include <cstdint>

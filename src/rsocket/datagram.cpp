@@ -26,7 +26,7 @@ namespace {
 
 static_assert(wire::kUdpQkey == RDMA_UDP_QKEY);
 
-// rdma-core's rs_any_addr: the wildcard or loopback, which name no device.
+// rdma-core 44's rs_any_addr: the wildcard or loopback, which name no device.
 bool any_addr(const DatagramSocket::Addr& a) {
   if (a.sa.sa_family == AF_INET)
     return a.sin.sin_addr.s_addr == htonl(INADDR_ANY) ||
@@ -46,7 +46,7 @@ DatagramSocket* DatagramSocket::create(int domain, int* err) {
     *err = -ENOMEM;
     return nullptr;
   }
-  // The fd is the UDP socket's, as rdma-core's (AF_IB has none: EAFNOSUPPORT).
+  // The fd is the UDP socket's, as rdma-core 44's (AF_IB has none: EAFNOSUPPORT).
   s->fd_ = kernel_udp_socket(domain, 0);
   if (s->fd_ < 0 || (s->epfd_ = kernel_epoll()) < 0) {
     *err = -errno;
@@ -111,7 +111,7 @@ int DatagramSocket::source_for(const sockaddr* dst, socklen_t dst_len, Addr* src
   socklen_t len = sizeof(*src);
   if (::getsockname(fd_, &src->sa, &len)) return -errno;
   if (src->sa.sa_family == AF_INET ? !src->sin.sin_port : !src->sin6.sin6_port) {
-    // Never bound: bind to a port now (rdma-core would name port 0 as the
+    // Never bound: bind to a port now (rdma-core 44 would name port 0 as the
     // source, which no answer reaches).
     Addr any{};
     any.sa.sa_family = src->sa.sa_family;
@@ -220,7 +220,7 @@ ssize_t DatagramSocket::send_ud(Dest* dest, const wire::DsHeader& hdr, const voi
 ssize_t DatagramSocket::send(const void* buf, size_t len, int flags) {
   if (!buf && len) return -EFAULT;
   std::lock_guard lock(send_mutex_);
-  if (!conn_dest_) return -EDESTADDRREQ;  // rdma-core: a NULL dereference
+  if (!conn_dest_) return -EDESTADDRREQ;  // rdma-core 44: a NULL dereference
   Dest* dest = conn_dest_;
   if (len > wire::kDsSlotSize - dest->qp->hdr.length) return -EMSGSIZE;
   if (!dest->ah) return send_udp(dest, buf, len, flags, wire::Op::data);
@@ -235,7 +235,7 @@ ssize_t DatagramSocket::send_to(const void* buf, size_t len, int flags, const so
   Addr key;
   if (int err = to_key(dst, dst_len, &key)) return err;
   // Before making a QP for it: one slot holds the header and the payload
-  // (rdma-core copies past the slot).
+  // (rdma-core 44 copies past the slot).
   size_t room = wire::kDsSlotSize - (key.sa.sa_family == AF_INET ? wire::kDsIpv4HeaderLength
                                                                  : wire::kDsIpv6HeaderLength);
   if (len > room) return -EMSGSIZE;
@@ -255,7 +255,7 @@ int DatagramSocket::shutdown(int how) {
   return ::shutdown(fd_, how) ? -errno : 0;
 }
 
-// As rdma-core's ds_shutdown: stop the service, then wait for our sends.
+// As rdma-core 44's ds_shutdown: stop the service, then wait for our sends.
 bool DatagramSocket::close() {
   {
     std::lock_guard lock(init_mutex_);
@@ -282,7 +282,7 @@ int DatagramSocket::set_flags(int flags) {
   return 0;
 }
 
-// As rdma-core's: everything but SOL_RDMA reaches the UDP socket first; the
+// As rdma-core 44's: everything but SOL_RDMA reaches the UDP socket first; the
 // buffer sizes and queue sizes are ours (until the first QP exists).
 int DatagramSocket::set_option(int level, int name, const void* value, socklen_t len) {
   if (level != SOL_RDMA) {

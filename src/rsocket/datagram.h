@@ -1,10 +1,10 @@
-// Datagram rsockets (SOCK_DGRAM) over UD QPs, as rdma-core's: the fd is a
+// Datagram rsockets (SOCK_DGRAM) over UD QPs, as rdma-core 44's: the fd is a
 // UDP socket's, which also carries the first message to each destination
 // (wire format and exchange: protocol.h). One UD QP per local address the
 // socket sends from, each with its own CQ; one destination entry (address
 // handle and QPN) per peer address.
 //
-// Unlike rdma-core's, address handles carry a GRH on RoCE ports (RoCE has
+// Unlike rdma-core 44's, address handles carry a GRH on RoCE ports (RoCE has
 // no LIDs: an AH without one cannot reach anything, not even ourselves).
 //
 // Locks, in the order they may be taken: send_mutex_ (one sender; the

@@ -19,7 +19,7 @@ namespace {
 
 constexpr uint64_t kRecvFlag = 1ull << 63;
 
-// Each slot's GRH goes past the data slots (rdma-core shares one among all
+// Each slot's GRH goes past the data slots (rdma-core 44 shares one among all
 // receives; ours is kept until the message is taken, for learn_ah).
 uint8_t* grh_of(uint8_t* rbuf, uint32_t rbuf_size, uint32_t offset) {
   return rbuf + rbuf_size + offset / wire::kDsSlotSize * sizeof(ibv_grh);
@@ -106,12 +106,12 @@ int DatagramSocket::sleep_on_cq(int ms) {
   return taken;
 }
 
-// As rdma-core's ds_recvfrom: one message per call, the rest of a message
+// As rdma-core 44's ds_recvfrom: one message per call, the rest of a message
 // longer than len is dropped (as UDP's).
 ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* src,
                                   socklen_t* src_len) {
   if (!buf && len) return -EFAULT;
-  if (src_len && !src) return -EFAULT;  // rdma-core writes through it
+  if (src_len && !src) return -EFAULT;  // rdma-core 44 writes through it
   if (!readable_) return -EINVAL;       // never bound, connected or sent from
   std::lock_guard lock(recv_mutex_);
   if (!have_data()) {

@@ -4,9 +4,9 @@
 // makes an address handle to the peer's QP, and forwards the payload to our
 // own QP, so that the application receives every message the same way.
 //
-// Address handles: on IB ports as rdma-core's (a LID from the path); on RoCE
+// Address handles: on IB ports as rdma-core 44's (a LID from the path); on RoCE
 // ports always with a GRH (dgid from the path or the address, the sgid_index
-// of our address's GID, RoCE v2 preferred), which rdma-core's lack.
+// of our address's GID, RoCE v2 preferred), which rdma-core 44's lack.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -164,7 +164,7 @@ void DatagramSocket::free_qp(Qp* qp) {
 }
 
 // The service thread: an address handle to the peer's QP qpn, from a route
-// resolved as rdma-core resolves it (a throwaway id, our address to theirs).
+// resolved as rdma-core 44 resolves it (a throwaway id, our address to theirs).
 void DatagramSocket::resolve_ah(Dest* dest, uint32_t qpn) {
   rdma_cm_id* local = dest->qp->id;
   rdma_cm_id* id = nullptr;
@@ -246,7 +246,7 @@ void DatagramSocket::learn_ah(const Addr& from, Qp* qp, const ibv_wc& wc, const 
 }
 
 void DatagramSocket::process_udp() {
-  // Room for rdma-core's largest (a full slot's payload after our header).
+  // Room for rdma-core 44's largest (a full slot's payload after our header).
   alignas(8) uint8_t buf[wire::kDsSlotSize + wire::kDsUdpIpv6HeaderLength];
   Addr from{};
   socklen_t from_len = sizeof(from);

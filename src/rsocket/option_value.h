@@ -1,5 +1,5 @@
 // Reading and writing an int-sized socket option value, with the checks
-// rdma-core lacks: a NULL pointer is EFAULT, a short length EINVAL.
+// rdma-core 44 lacks: a NULL pointer is EFAULT, a short length EINVAL.
 #pragma once
 
 #include <sys/socket.h>

@@ -1,6 +1,6 @@
 // The rsocket wire format, as rdma-core's rsockets speak it: whatever crosses
 // the network or is written into the peer's memory is declared here, so that
-// our rsockets and rdma-core's talk to each other in both directions.
+// our rsockets and rdma-core 44's talk to each other in both directions.
 //
 // Stream sockets (RC QPs):
 // - Connection private data (ConnData) carries each side's receive buffer
@@ -65,7 +65,7 @@ constexpr uint8_t kConnFlagNet = 1 << 0;    // the sender is big-endian
 constexpr uint8_t kConnFlagIomap = 1 << 1;  // an iomap table follows the target SGL
 constexpr uint32_t kTargetSglSize = 2;      // entries of the target SGL
 
-// On AF_IB ids the private data starts with rdma-core's IB CM header
+// On AF_IB ids the private data starts with rdma-core 44's IB CM header
 // (cma_version, ip_version, port, 16-byte source and destination addresses).
 constexpr size_t kIbConnectHeaderSize = 36;
 

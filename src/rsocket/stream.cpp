@@ -159,7 +159,7 @@ void StreamSocket::accept_requests() {
 }
 
 int StreamSocket::accept(sockaddr* addr, socklen_t* len) {
-  if (state_ != kListening) return -EBADF;  // as rdma-core answers
+  if (state_ != kListening) return -EBADF;  // as rdma-core 44 answers
   int fd = -1;
   ssize_t n = ::read(accept_queue_[0], &fd, sizeof(fd));
   if (n < 0) return -errno;
@@ -286,7 +286,7 @@ int StreamSocket::advance_connect() {
 
 int StreamSocket::create_endpoint() {
   sizes_.fit_queues(core::max_qp_wr(id_), kQpMinSize);
-  // iWARP has no RDMA write with immediate data; rdma-core then sends each
+  // iWARP has no RDMA write with immediate data; rdma-core 44 then sends each
   // message as an inline send, which we do not do yet.
   if (id_->verbs->device->transport_type == IBV_TRANSPORT_IWARP) return -ENOTSUP;
   QueuePairShape shape{IBV_QPT_RC, 2, 1, static_cast<bool>(fd_flags_ & O_NONBLOCK), this};
@@ -338,7 +338,7 @@ void StreamSocket::save_conn_data(const wire::ConnData& in) {
 namespace {
 // How long rshutdown waits for a control slot and for our sends to complete:
 // a peer that stopped reading (SIGSTOP) must not hold the caller for ever
-// (rdma-core's waits without a bound).
+// (rdma-core 44's waits without a bound).
 constexpr int kShutdownWaitMs = 5000;
 }  // namespace
 
@@ -350,7 +350,7 @@ int StreamSocket::shutdown(int how) {
     bool send = true;
     if (how == SHUT_RDWR) {
       // Until the peer has ended its side, only say we end ours (as TCP's
-      // FIN): a DISCONNECT makes an rdma-core peer report POLLHUP with our
+      // FIN): a DISCONNECT makes an rdma-core 44 peer report POLLHUP with our
       // last data unread (rstream -T a, whose server shuts down first).
       // The DISCONNECT follows at rclose, once the peer has ended too.
       if (state_ & kReadable) ctrl = wire::Ctrl::shutdown;
@@ -378,7 +378,7 @@ int StreamSocket::shutdown(int how) {
 // Closes as TCP does: our end first, at once (the peer reads what is queued,
 // then end-of-file), the rest once the peer has closed its end too, or after
 // at most kLingerMs, in the background (stream_service.cpp), so rclose itself
-// never waits on the peer. rdma-core disconnects at once, and a peer in rpoll
+// never waits on the peer. rdma-core 44 disconnects at once, and a peer in rpoll
 // then sees POLLHUP before it has read the last data (rstream -T a fails on
 // it); its rclose waits without a bound for its sends to complete.
 bool StreamSocket::close() {
@@ -455,7 +455,7 @@ void StreamSocket::handle_cm_event() {
              id_->event->event == RDMA_CM_EVENT_DISCONNECTED) {
     // The peer (or its host) is gone without a word. Flushing the QP
     // completes the posted receives, which wakes a thread asleep on the CQ
-    // in rrecv or rsend (rdma-core leaves it asleep).
+    // in rrecv or rsend (rdma-core 44 leaves it asleep).
     state_ = kDisconnected;
     core::flush_qp(id_);
   }

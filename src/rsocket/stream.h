@@ -17,7 +17,7 @@ namespace rdmacm::rsocket {
 
 class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
  public:
-  // States, ordered passive, opening, connected, closed (as rdma-core's).
+  // States, ordered passive, opening, connected, closed (as rdma-core 44's).
   enum : int {
     kInit = 0,
     kBound = 0x0001,

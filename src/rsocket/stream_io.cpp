@@ -374,7 +374,7 @@ short StreamSocket::poll_state(short events) {
       if ((events & POLLIN) && conn_have_data()) revents |= POLLIN;
       if ((events & POLLOUT) && can_send()) revents |= POLLOUT;
       if ((events & POLLRDHUP) && !(state_ & kReadable)) revents |= POLLRDHUP;  // peer shut writing
-      // Hung up only once everything the peer sent has been read (rdma-core
+      // Hung up only once everything the peer sent has been read (rdma-core 44
       // reports POLLHUP with data still queued, and rstream -T a fails).
       if (!(state_ & kConnected)) {
         if (state_ != kDisconnected)

@@ -111,7 +111,7 @@ ssize_t StreamSocket::iowrite(const void* buf, size_t len, off_t offset, int fla
         found = true;
       }
     }
-    if (!found) break;  // rdma-core stops at an unmapped offset too
+    if (!found) break;  // rdma-core 44 stops at an unmapped offset too
     if ((ret = wait_send_room(flags))) break;
     uint32_t size = chunk_limit < left ? chunk_limit : static_cast<uint32_t>(left);
     if (chunk_limit < left && chunk_limit < wire::kMaxTransfer) chunk_limit <<= 1;

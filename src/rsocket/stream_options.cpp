@@ -1,6 +1,6 @@
-// rsetsockopt / rgetsockopt on stream rsockets: what rdma-core's accept, with
+// rsetsockopt / rgetsockopt on stream rsockets: what rdma-core 44's accept, with
 // the same meaning (most TCP options are accepted and remembered, since a
-// reliable connection has no use for them), plus length checks rdma-core
+// reliable connection has no use for them), plus length checks rdma-core 44
 // lacks (a short option value gives EINVAL instead of a read past it).
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -51,7 +51,7 @@ int StreamSocket::set_option(int level, int name, const void* value, socklen_t l
       switch (name) {
         case SO_REUSEADDR: {
           int err = core::set_option(id_, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, value, len);
-          // As rdma-core: a bound IB id cannot change it, which is no error.
+          // As rdma-core 44: a bound IB id cannot change it, which is no error.
           if (err && err != -ENOSYS && !(state_ != kInit && id_->verbs &&
                                           id_->verbs->device->transport_type == IBV_TRANSPORT_IB))
             return err;
@@ -135,7 +135,7 @@ int StreamSocket::set_option(int level, int name, const void* value, socklen_t l
 }
 
 // The route as RDMA_ROUTE takes it: the one set and not used yet, else the
-// id's path records as the kernel's path data (rdma-core copies a set route
+// id's path records as the kernel's path data (rdma-core 44 copies a set route
 // the wrong way round, over the caller's value).
 int StreamSocket::get_route(void* value, socklen_t* len) {
   if (!value || !len) return -EFAULT;

@@ -1,4 +1,4 @@
-// Stream sockets' background work, as rdma-core's service threads do it
+// Stream sockets' background work, as rdma-core 44's service threads do it
 // (one ServiceThread each: service_thread.h): accepting connection requests
 // on listeners; following the CM events of connecting and connected sockets
 // (a non-blocking connect's progress, a peer's disconnect) and sending

@@ -1,5 +1,5 @@
 // Small pieces both socket types share: the monotonic clock in microseconds,
-// rdma-core's wait for completions (spin for polling_time, then sleep), and
+// rdma-core 44's wait for completions (spin for polling_time, then sleep), and
 // buffers in whole pages (fork with RDMAV_FORK_SAFE unmaps by page, so a
 // registered buffer must never share a page with the heap).
 #pragma once
