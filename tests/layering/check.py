@@ -207,6 +207,16 @@ def demangler(cxxfilt):
     return demangle
 
 
+def find_cxxfilt(nm):
+    """The demangler beside nm (binutils' or LLVM's), else one on PATH."""
+    for name in ("c++filt", "llvm-cxxfilt"):
+        for candidate in (os.path.join(os.path.dirname(nm), name), name):
+            found = shutil.which(candidate)
+            if found:
+                return found
+    return None
+
+
 def check_providers(objects, demangle):
     """Stricter than the loop edges: a symbol defined, even weakly, only by
     providers/ or rsocket/ objects counts; one core defines as well does not."""
@@ -401,8 +411,7 @@ def main(argv=None):
     checks = args.checks or ((["includes"] if args.source_root else [])
                              + (["providers", "loops"] if objects else [])
                              + (["rsocket_loops", "rsocket_shared"] if wing else []))
-    cxxfilt = shutil.which(os.path.join(os.path.dirname(args.nm), "c++filt")) \
-        or shutil.which("c++filt")
+    cxxfilt = find_cxxfilt(args.nm)
     if "rsocket_loops" in checks and WING_CALLBACKS and not cxxfilt:
         print("error: rsocket_loops matches WING_CALLBACKS by demangled name: "
               "no c++filt found", file=sys.stderr)

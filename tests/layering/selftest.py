@@ -55,6 +55,54 @@ OBJECTS = {
         inline int helper(int x) { return x + 1; }
         int low(); int kernel_op() { Shape s; return helper(low()) + s.area(); }""",
 }
+
+# The rsocket wing.  Names match SHARED_OBJECTS and SHARED_TEMPLATES in
+# check.py, so check.py runs on them with its own lists.
+BROKEN = "src/CMakeFiles/rdmacm_rsocket.dir/broken/rsocket"   # variants, same names
+TEMPLATES = """
+    template <class S> struct CompletionWait { int wait(S* s) { return s->n + 1; } };
+    template <class S> struct ServiceThread { int run(S* s) { return s->n + 2; } };
+"""
+OBJECTS.update({
+    # Clean: both kinds call sizes and queue_pair and instantiate both
+    # templates; stream.cpp calls stream_io.cpp (downward).
+    f"{RSOCKET}/sizes.cpp.o": "int sizes_get() { return 1; }",
+    f"{RSOCKET}/queue_pair.cpp.o": "int qp_create() { return 2; }",
+    f"{RSOCKET}/stream_io.cpp.o": "int stream_io_op() { return 3; }",
+    f"{RSOCKET}/stream.cpp.o": TEMPLATES + """
+        struct StreamSocket { int n; }; int sizes_get(); int qp_create(); int stream_io_op();
+        int stream_op(StreamSocket* s) {
+          CompletionWait<StreamSocket> w; ServiceThread<StreamSocket> t;
+          return w.wait(s) + t.run(s) + sizes_get() + qp_create() + stream_io_op(); }""",
+    f"{RSOCKET}/datagram.cpp.o": TEMPLATES + """
+        struct DatagramSocket { int n; }; int sizes_get(); int qp_create();
+        int datagram_op(DatagramSocket* s) {
+          CompletionWait<DatagramSocket> w; ServiceThread<DatagramSocket> t;
+          return w.wait(s) + t.run(s) + sizes_get() + qp_create(); }""",
+    # Broken: a datagram object using queue_pair and CompletionWait only; a
+    # sizes calling up into a stream object.
+    f"{BROKEN}/datagram.cpp.o": TEMPLATES + """
+        struct DatagramSocket { int n; }; int qp_create();
+        int datagram_op(DatagramSocket* s) {
+          CompletionWait<DatagramSocket> w; return w.wait(s) + qp_create(); }""",
+    f"{BROKEN}/sizes.cpp.o": "int stream_io_op(); int sizes_get() { return stream_io_op(); }",
+    # A loop in the wing: loop_a <-> loop_b.
+    f"{RSOCKET}/loop_a.cpp.o": "int loop_b(); int loop_a() { return loop_b() + 1; }",
+    f"{RSOCKET}/loop_b.cpp.o": "int loop_a(); int loop_b() { return loop_a() * 2; }",
+    # A service and its socket: echo.cpp registers with echo_service.cpp
+    # (svc_watch), whose thread calls back (Echo::ready, ~Echo, sock_poke).
+    f"{RSOCKET}/echo.cpp.o": """
+        struct Echo { int ready() const; ~Echo(); };
+        int Echo::ready() const { return 1; } Echo::~Echo() {}
+        int svc_watch(); int sock_poke() { return 2; } int echo_open() { return svc_watch(); }""",
+    f"{RSOCKET}/echo_service.cpp.o": """
+        struct Echo { int ready() const; ~Echo(); }; int sock_poke();
+        int svc_watch() { return 0; }
+        int svc_run(Echo* e) { int r = e->ready() + sock_poke(); delete e; return r; }""",
+})
+WING_CLEAN = [f"{RSOCKET}/{n}.cpp.o"
+              for n in ("sizes", "queue_pair", "stream_io", "stream", "datagram")]
+
 CLEAN = [f"{CORE}/low.cpp.o", f"{CORE}/high.cpp.o", f"{CORE}/other.cpp.o",
          f"{API}/entry.cpp.o", f"{UCMA}/clean_kernel.cpp.o"]
 
@@ -155,7 +203,7 @@ def main():
                  run_check(*nm, "--objects", stray, *clean), 2, ["cannot tell the layer"])
 
         sys.path.insert(0, HERE)
-        import check  # the allow-list is a module constant; pass one in instead
+        import check  # the allow-lists are module constants; pass some in instead
         found = [check.read_object(args.nm, objs[f"{CORE}/{n}.cpp.o"], "core") for n in "ab"]
         owner = check.strong_owner(found)
         r.expect("an allowed loop passes",
@@ -164,6 +212,65 @@ def main():
         r.expect("a loop reaching beyond its allowed set fails",
                  (len(check.check_loops(found, owner, lambda s: sorted(s),
                                         [{"a.cpp"}])), ""), 1)
+        # The wing: loops, service callbacks, shared plumbing.
+        wing = [objs[o] for o in WING_CLEAN]
+        r.expect("a clean wing passes every symbol rule",
+                 run_check(*nm, "--objects", *clean, *wing), 0,
+                 ["providers: ok", "loops: ok", "rsocket_loops: ok", "rsocket_shared: ok"])
+        pair = [objs[f"{RSOCKET}/loop_{n}.cpp.o"] for n in "ab"]
+        core_pair = [objs[f"{CORE}/{n}.cpp.o"] for n in "ab"]
+        r.expect("a loop in the wing is found, and only by rsocket_loops",
+                 run_check(*nm, "--check", "rsocket_loops", "--check", "loops",
+                           "--objects", *wing, *pair, *clean), 1,
+                 ["loop between 2 rsocket objects: loop_a.cpp loop_b.cpp",
+                  "loop_a.cpp -> loop_b.cpp: loop_b()", "loop_b.cpp -> loop_a.cpp: loop_a()",
+                  "loops: ok"],
+                 ["stream.cpp ->", "core objects"])
+        r.expect("rsocket_loops ignores core's loops",
+                 run_check(*nm, "--check", "rsocket_loops", "--objects",
+                           *wing, *core_pair, *clean), 0, ["rsocket_loops: ok"])
+        echo = [check.read_object(args.nm, objs[f"{RSOCKET}/{n}.cpp.o"], "rsocket")
+                for n in ("echo", "echo_service")]
+        owner = check.strong_owner(echo)
+        demangle = check.demangler(check.find_cxxfilt(args.nm))
+        named = ("echo_service.cpp", "echo.cpp",
+                 ["Echo::ready", "Echo::~Echo", "sock_poke"], "the service calls back")
+        r.expect("a loop made by named service callbacks passes",
+                 (len(check.check_loops(echo, owner, demangle, (), "rsocket", [named])),
+                  ""), 0)
+        partly = ("echo_service.cpp", "echo.cpp", ["Echo::ready", "Echo::~Echo"], "")
+        got = check.check_loops(echo, owner, demangle, (), "rsocket", [partly])
+        r.expect("a call the callback list does not name still makes the loop",
+                 (len(got), "\n".join(got)), 1,
+                 ["echo.cpp -> echo_service.cpp: svc_watch()",
+                  "echo_service.cpp -> echo.cpp: sock_poke()"], ["Echo::ready", "~Echo"])
+        r.expect("without the callback list the service loop fails",
+                 (len(check.check_loops(echo, owner, demangle, (), "rsocket", [])), ""), 1)
+        swap = {f"{RSOCKET}/datagram.cpp.o": f"{BROKEN}/datagram.cpp.o"}
+        r.expect("shared plumbing used by one socket kind only fails",
+                 run_check(*nm, "--check", "rsocket_shared", "--objects",
+                           *[objs[swap.get(o, o)] for o in WING_CLEAN]), 1,
+                 ["sizes.cpp is called by no datagram object (called by: stream.cpp)",
+                  "ServiceThread<...>: no datagram object holds an instance"],
+                 ["queue_pair.cpp is called", "CompletionWait<...>", "no stream object"])
+        swap = {f"{RSOCKET}/sizes.cpp.o": f"{BROKEN}/sizes.cpp.o"}
+        r.expect("shared plumbing calling up into a socket kind fails",
+                 run_check(*nm, "--check", "rsocket_shared", "--objects",
+                           *[objs[swap.get(o, o)] for o in WING_CLEAN]), 1,
+                 ["sizes.cpp calls up into stream_io.cpp: stream_io_op()"],
+                 ["is called by no"])
+        r.expect("a shared object that is gone fails",
+                 run_check(*nm, "--check", "rsocket_shared", "--objects",
+                           *[objs[o] for o in WING_CLEAN if "queue_pair" not in o]), 1,
+                 ["queue_pair.cpp: no such rsocket object"])
+        names = {"ns::S::f(int) const": "ns::S::f", "ns::S::~S()": "ns::S::~S",
+                 "ns::L::operator()(ns::A const&, ns::A const&) const": "ns::L::operator()",
+                 "f(void (*)(int))": "f", "g": "g"}
+        wrong = {d: check.function_name(d) for d, want in names.items()
+                 if check.function_name(d) != want}
+        r.expect("callback names are demangled names without parameters",
+                 (len(wrong), str(wrong)), 0)
+
         layouts = {  # object path -> layer, before and after the api/ split
             "b/src/CMakeFiles/rdmacm_core.dir/core/ids.cpp.o": "core",
             "b/src/CMakeFiles/rdmacm_core.dir/api/ids.cpp.o": "api",
