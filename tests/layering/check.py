@@ -289,25 +289,20 @@ def check_loops(objects, owner, demangle, allowed=ALLOWED_LOOPS, layer="core",
     calls = {(a, b): syms for (a, b), syms in edges(mine, owner).items()
              if b.layer == layer}
     for caller, callee, functions, _ in callbacks:
-        for (a, b), syms in list(calls.items()):
-            if (a.name, b.name) != (caller, callee):
-                continue
-            demangle(syms)      # one c++filt run for the edge, then cached
-            readable = {s: demangle([s])[0] for s in syms}
-            for function in functions:
-                named = {s for s in syms if names_function(function, readable[s])}
-                if not named:
-                    print(f"note: allowed callback {caller} -> {callee}: {function} "
-                          "is no longer such a call; fix or drop it", file=sys.stderr)
-                syms = syms - named
-            if syms:
-                calls[(a, b)] = syms
-            else:
-                del calls[(a, b)]
-        if not any(a.name == caller for a in mine) or \
-                not any(b.name == callee for b in mine):
-            print(f"note: allowed callback {caller} -> {callee}: no such object; "
-                  "fix or drop it", file=sys.stderr)
+        edge = next(((a, b) for a, b in calls if (a.name, b.name) == (caller, callee)),
+                    None)
+        syms = calls.get(edge, set())
+        demangle(syms)      # one c++filt run for the edge, then cached
+        for function in functions:
+            named = {s for s in syms if names_function(function, demangle([s])[0])}
+            if not named:
+                print(f"note: allowed callback {caller} -> {callee}: {function} "
+                      "is no longer such a call; fix or drop it", file=sys.stderr)
+            syms = syms - named
+        if edge and syms:
+            calls[edge] = syms
+        elif edge:
+            del calls[edge]
     successors = {}
     for a, b in calls:
         successors.setdefault(a, []).append(b)
