@@ -88,6 +88,11 @@ int read_rules(FILE* f, Rule** out) {
   char line[160];
   Rule r;
   while (fgets(line, sizeof line, f)) {
+    if (!strchr(line, '\n')) {  // a longer line: its rest is no line of its own
+      int c;
+      while ((c = getc(f)) != EOF && c != '\n') {
+      }
+    }
     if (!parse(line, &r)) continue;
     Rule* grown = static_cast<Rule*>(realloc(list, (count + 1) * sizeof(Rule)));
     if (!grown) break;

@@ -144,12 +144,23 @@ TEST(PreloadConfig, ThousandsOfRulesAllKeptInOrder) {
   EXPECT_EQ(str(rules[4999]), rule("p4999", AF_INET, SOCK_STREAM, IPPROTO_TCP));
 }
 
-// A line longer than the parser's buffer (159 characters) is read in
-// pieces and every piece parsed as a line of its own (rdma-core 44 does the
-// same at 119): the end of a long comment becomes a rule.
-TEST(PreloadConfig, TheTailOfAnOverlongCommentIsReadAsARule) {
-  std::string comment = "#" + std::string(158, '-') + "nc * * *\n";
-  EXPECT_EQ(strs(rules_of(comment)), (Strings{rule("nc", kAny, kAny, kAny)}));
+// A line longer than the parser's buffer (159 characters) is one line: its
+// first 159 characters are parsed and the rest skipped. rdma-core 44 (and
+// this parser before) read the rest as a line of its own (past 119
+// characters there), so the end of a long comment became a rule.
+TEST(PreloadConfig, AnOverlongLineIsOneLine) {
+  std::string tail = "nc * * *\n";
+  EXPECT_TRUE(rules_of("#" + std::string(158, '-') + tail).empty());
+  EXPECT_TRUE(rules_of("#" + std::string(1000, '-') + tail).empty());
+  EXPECT_EQ(strs(rules_of("a INET STREAM TCP" + std::string(142, ' ') + tail +
+                          "b INET DGRAM UDP\n")),
+            (Strings{rule("a", AF_INET, SOCK_STREAM, IPPROTO_TCP),
+                     rule("b", AF_INET, SOCK_DGRAM, IPPROTO_UDP)}));
+  // Exactly 159 characters and its newline: whole, and the next line too.
+  std::string full = "c INET STREAM TCP" + std::string(142, ' ');
+  ASSERT_EQ(full.size(), 159u);
+  EXPECT_EQ(strs(rules_of(full + "\n" + tail)),
+            (Strings{rule("c", AF_INET, SOCK_STREAM, IPPROTO_TCP), rule("nc", kAny, kAny, kAny)}));
 }
 
 // wanted(): which socket() calls become rsockets.
