@@ -86,9 +86,13 @@ int read_rules(FILE* f, Rule** out) {
   Rule* list = nullptr;
   int count = 0;
   char line[160];
+  const size_t last = sizeof line - 1;
   Rule r;
-  while (fgets(line, sizeof line, f)) {
-    if (!strchr(line, '\n')) {  // a longer line: its rest is no line of its own
+  for (line[last] = 1; fgets(line, sizeof line, f); line[last] = 1) {
+    // The buffer filled (fgets ended it at its last byte) before a newline:
+    // the rest of a longer line is no line of its own. (strchr(line, '\n')
+    // would stop at a NUL byte in the line.)
+    if (line[last] == 0 && line[last - 1] != '\n') {
       int c;
       while ((c = getc(f)) != EOF && c != '\n') {
       }

@@ -57,6 +57,7 @@ std::vector<std::string> strs(const std::vector<Rule>& rules) {
 }
 
 using Strings = std::vector<std::string>;
+using namespace std::string_literals;
 
 TEST(PreloadConfig, EveryDomainTypeAndProtocolSpellingInAnyCase) {
   EXPECT_EQ(strs(rules_of("rstream INET STREAM TCP\n"
@@ -161,6 +162,9 @@ TEST(PreloadConfig, AnOverlongLineIsOneLine) {
   ASSERT_EQ(full.size(), 159u);
   EXPECT_EQ(strs(rules_of(full + "\n" + tail)),
             (Strings{rule("c", AF_INET, SOCK_STREAM, IPPROTO_TCP), rule("nc", kAny, kAny, kAny)}));
+  // A NUL byte ends what is parsed of its line, not the line.
+  EXPECT_EQ(strs(rules_of("a\0 INET STREAM TCP\nb INET STREAM TCP\n"s)),
+            (Strings{rule("b", AF_INET, SOCK_STREAM, IPPROTO_TCP)}));
 }
 
 // wanted(): which socket() calls become rsockets.
