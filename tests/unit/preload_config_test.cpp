@@ -167,73 +167,71 @@ TEST(PreloadConfig, AnOverlongLineIsOneLine) {
             (Strings{rule("b", AF_INET, SOCK_STREAM, IPPROTO_TCP)}));
 }
 
-// wanted(): which socket() calls become rsockets.
+// wanted(): which socket() calls become rsockets, in `program`, under the
+// rules of a config file holding `config`.
+bool takes(const std::string& config, const char* program, int domain, int type,
+           int protocol = 0) {
+  std::vector<Rule> rules = rules_of(config);
+  return wanted(rules.data(), static_cast<int>(rules.size()), program, domain, type, protocol);
+}
+
 TEST(PreloadWanted, WithoutRulesEveryTcpAndUdpSocketOfInetInet6AndIb) {
   for (int domain : {AF_INET, AF_INET6, AF_IB}) {
     SCOPED_TRACE(domain);
-    EXPECT_TRUE(wanted(nullptr, 0, "any", domain, SOCK_STREAM, 0));
-    EXPECT_TRUE(wanted(nullptr, 0, "any", domain, SOCK_STREAM, IPPROTO_TCP));
-    EXPECT_TRUE(wanted(nullptr, 0, "any", domain, SOCK_DGRAM, 0));
-    EXPECT_TRUE(wanted(nullptr, 0, "any", domain, SOCK_DGRAM, IPPROTO_UDP));
-    EXPECT_FALSE(wanted(nullptr, 0, "any", domain, SOCK_STREAM, IPPROTO_UDP));
-    EXPECT_FALSE(wanted(nullptr, 0, "any", domain, SOCK_STREAM, IPPROTO_SCTP));
-    EXPECT_FALSE(wanted(nullptr, 0, "any", domain, SOCK_DGRAM, IPPROTO_TCP));
-    EXPECT_FALSE(wanted(nullptr, 0, "any", domain, SOCK_RAW, 0));
-    EXPECT_FALSE(wanted(nullptr, 0, "any", domain, SOCK_SEQPACKET, 0));
+    EXPECT_TRUE(takes("", "any", domain, SOCK_STREAM));
+    EXPECT_TRUE(takes("", "any", domain, SOCK_STREAM, IPPROTO_TCP));
+    EXPECT_TRUE(takes("", "any", domain, SOCK_DGRAM));
+    EXPECT_TRUE(takes("", "any", domain, SOCK_DGRAM, IPPROTO_UDP));
+    EXPECT_FALSE(takes("", "any", domain, SOCK_STREAM, IPPROTO_UDP));
+    EXPECT_FALSE(takes("", "any", domain, SOCK_STREAM, IPPROTO_SCTP));
+    EXPECT_FALSE(takes("", "any", domain, SOCK_DGRAM, IPPROTO_TCP));
+    EXPECT_FALSE(takes("", "any", domain, SOCK_RAW));
+    EXPECT_FALSE(takes("", "any", domain, SOCK_SEQPACKET));
   }
-  EXPECT_FALSE(wanted(nullptr, 0, "any", AF_UNIX, SOCK_STREAM, 0));
-  EXPECT_FALSE(wanted(nullptr, 0, "any", AF_NETLINK, SOCK_DGRAM, 0));
-  EXPECT_FALSE(wanted(nullptr, 0, "any", AF_PACKET, SOCK_DGRAM, 0));
+  EXPECT_FALSE(takes("", "any", AF_UNIX, SOCK_STREAM));
+  EXPECT_FALSE(takes("", "any", AF_NETLINK, SOCK_DGRAM));
+  EXPECT_FALSE(takes("", "any", AF_PACKET, SOCK_DGRAM));
 }
 
 // A file of comments only (or only bad lines) has no rules: everything is
 // taken, as with no file, in rdma-core 44 too.
 TEST(PreloadWanted, AFileWithNoValidLineTakesEverything) {
-  std::vector<Rule> rules = rules_of("# only sockperf\nsockperf INET STREAM\n");
-  EXPECT_TRUE(wanted(rules.data(), rules.size(), "nc", AF_INET, SOCK_STREAM, 0));
+  EXPECT_TRUE(takes("# only sockperf\nsockperf INET STREAM\n", "nc", AF_INET, SOCK_STREAM));
 }
 
 // Rules only narrow: a socket the preload never takes stays the kernel's
 // whatever a rule says, and one it could take needs a rule that matches.
 TEST(PreloadWanted, RulesTakeOnlyWhatTheyMatch) {
-  std::vector<Rule> rules = rules_of("nc INET STREAM TCP\n* INET6 DGRAM *\n* * * *\n");
-  ASSERT_EQ(rules.size(), 3u);
-  rules.pop_back();  // "* * * *" is checked below, apart
-  EXPECT_TRUE(wanted(rules.data(), rules.size(), "nc", AF_INET, SOCK_STREAM, 0));
-  EXPECT_TRUE(wanted(rules.data(), rules.size(), "nc", AF_INET, SOCK_STREAM, IPPROTO_TCP));
-  EXPECT_FALSE(wanted(rules.data(), rules.size(), "nc", AF_INET6, SOCK_STREAM, 0));
-  EXPECT_FALSE(wanted(rules.data(), rules.size(), "nc", AF_INET, SOCK_DGRAM, 0));
-  EXPECT_FALSE(wanted(rules.data(), rules.size(), "socat", AF_INET, SOCK_STREAM, 0));
-  EXPECT_TRUE(wanted(rules.data(), rules.size(), "socat", AF_INET6, SOCK_DGRAM, 0));
-  EXPECT_TRUE(wanted(rules.data(), rules.size(), "nc", AF_INET6, SOCK_DGRAM, IPPROTO_UDP));
+  const std::string two = "nc INET STREAM TCP\n* INET6 DGRAM *\n";
+  EXPECT_TRUE(takes(two, "nc", AF_INET, SOCK_STREAM));
+  EXPECT_TRUE(takes(two, "nc", AF_INET, SOCK_STREAM, IPPROTO_TCP));
+  EXPECT_FALSE(takes(two, "nc", AF_INET6, SOCK_STREAM));
+  EXPECT_FALSE(takes(two, "nc", AF_INET, SOCK_DGRAM));
+  EXPECT_FALSE(takes(two, "socat", AF_INET, SOCK_STREAM));
+  EXPECT_TRUE(takes(two, "socat", AF_INET6, SOCK_DGRAM));
+  EXPECT_TRUE(takes(two, "nc", AF_INET6, SOCK_DGRAM, IPPROTO_UDP));
 
-  std::vector<Rule> all = rules_of("* * * *\n");
-  EXPECT_TRUE(wanted(all.data(), all.size(), "x", AF_IB, SOCK_DGRAM, 0));
-  EXPECT_FALSE(wanted(all.data(), all.size(), "x", AF_UNIX, SOCK_STREAM, 0));
-  EXPECT_FALSE(wanted(all.data(), all.size(), "x", AF_INET, SOCK_RAW, 0));
+  EXPECT_TRUE(takes("* * * *\n", "x", AF_IB, SOCK_DGRAM));
+  EXPECT_FALSE(takes("* * * *\n", "x", AF_UNIX, SOCK_STREAM));
+  EXPECT_FALSE(takes("* * * *\n", "x", AF_INET, SOCK_RAW));
 }
 
 // A protocol rule matches a socket opened with protocol 0 by its type's
 // default (TCP for stream, UDP for datagram), as intercept_socket does.
 TEST(PreloadWanted, ProtocolZeroMatchesAsTheTypesDefault) {
-  std::vector<Rule> tcp = rules_of("* * * TCP\n");
-  EXPECT_TRUE(wanted(tcp.data(), tcp.size(), "x", AF_INET, SOCK_STREAM, 0));
-  EXPECT_FALSE(wanted(tcp.data(), tcp.size(), "x", AF_INET, SOCK_DGRAM, 0));
-  std::vector<Rule> udp = rules_of("* * * udp\n");
-  EXPECT_FALSE(wanted(udp.data(), udp.size(), "x", AF_INET, SOCK_STREAM, 0));
-  EXPECT_TRUE(wanted(udp.data(), udp.size(), "x", AF_INET, SOCK_DGRAM, 0));
+  EXPECT_TRUE(takes("* * * TCP\n", "x", AF_INET, SOCK_STREAM));
+  EXPECT_FALSE(takes("* * * TCP\n", "x", AF_INET, SOCK_DGRAM));
+  EXPECT_FALSE(takes("* * * udp\n", "x", AF_INET, SOCK_STREAM));
+  EXPECT_TRUE(takes("* * * udp\n", "x", AF_INET, SOCK_DGRAM));
 }
 
 // The program field is a prefix of the name the program runs as, compared
 // without case (rdma-core 44: strncasecmp over the rule's length).
 TEST(PreloadWanted, ProgramIsACaseInsensitivePrefix) {
-  std::vector<Rule> rules = rules_of("rst * * *\n");
-  EXPECT_TRUE(wanted(rules.data(), rules.size(), "rst", AF_INET, SOCK_STREAM, 0));
-  EXPECT_TRUE(wanted(rules.data(), rules.size(), "rstream", AF_INET, SOCK_STREAM, 0));
-  EXPECT_TRUE(wanted(rules.data(), rules.size(), "RStream", AF_INET, SOCK_STREAM, 0));
-  EXPECT_FALSE(wanted(rules.data(), rules.size(), "rs", AF_INET, SOCK_STREAM, 0));
-  EXPECT_FALSE(wanted(rules.data(), rules.size(), "riostream", AF_INET, SOCK_STREAM, 0));
-  EXPECT_FALSE(wanted(rules.data(), rules.size(), "", AF_INET, SOCK_STREAM, 0));
+  for (const char* program : {"rst", "rstream", "RStream"})
+    EXPECT_TRUE(takes("rst * * *\n", program, AF_INET, SOCK_STREAM)) << program;
+  for (const char* program : {"rs", "riostream", ""})
+    EXPECT_FALSE(takes("rst * * *\n", program, AF_INET, SOCK_STREAM)) << program;
 }
 
 }  // namespace
