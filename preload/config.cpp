@@ -14,12 +14,6 @@ namespace rspreload {
 namespace {
 
 constexpr const char* kConfig = "/etc/rdma/rsocket/preload_config";
-constexpr int kAny = -1;
-
-struct Rule {
-  char program[64];
-  int domain, type, protocol;
-};
 
 Settings the_settings;
 Rule* rules;
@@ -68,23 +62,14 @@ void load() {
   int saved = errno;
   FILE* f = fopen(kConfig, "re");
   if (f) {
-    char line[160];
-    Rule r;
-    while (fgets(line, sizeof line, f)) {
-      if (!parse(line, &r)) continue;
-      Rule* grown = static_cast<Rule*>(realloc(rules, (rule_count + 1) * sizeof(Rule)));
-      if (!grown) break;
-      rules = grown;
-      rules[rule_count++] = r;
-    }
+    rule_count = read_rules(f, &rules);
     fclose(f);
   }
   errno = saved;
 }
 
-bool matches(const Rule& r, int domain, int type, int protocol) {
-  if (strcmp(r.program, "*") &&
-      strncasecmp(r.program, program_invocation_short_name, strlen(r.program)))
+bool matches(const Rule& r, const char* program, int domain, int type, int protocol) {
+  if (strcmp(r.program, "*") && strncasecmp(r.program, program, strlen(r.program)))
     return false;
   return (r.domain == kAny || r.domain == domain) && (r.type == kAny || r.type == type) &&
          (r.protocol == kAny || r.protocol == protocol);
@@ -97,7 +82,33 @@ const Settings& settings() {
   return the_settings;
 }
 
-bool wanted(int domain, int type, int protocol) {
+int read_rules(FILE* f, Rule** out) {
+  Rule* list = nullptr;
+  int count = 0;
+  char line[160];
+  const size_t last = sizeof line - 1;
+  Rule r;
+  for (line[last] = 1; fgets(line, sizeof line, f); line[last] = 1) {
+    // The buffer filled (fgets ended it at its last byte) before a newline:
+    // the rest of a longer line is no line of its own. (strchr(line, '\n')
+    // would stop at a NUL byte in the line.)
+    if (line[last] == 0 && line[last - 1] != '\n') {
+      int c;
+      while ((c = getc(f)) != EOF && c != '\n') {
+      }
+    }
+    if (!parse(line, &r)) continue;
+    Rule* grown = static_cast<Rule*>(realloc(list, (count + 1) * sizeof(Rule)));
+    if (!grown) break;
+    list = grown;
+    list[count++] = r;
+  }
+  *out = list;
+  return count;
+}
+
+bool wanted(const Rule* list, int count, const char* program, int domain, int type,
+            int protocol) {
   if (domain != AF_INET && domain != AF_INET6 && domain != AF_IB) return false;
   if (type == SOCK_STREAM) {
     if (protocol && protocol != IPPROTO_TCP) return false;
@@ -108,11 +119,15 @@ bool wanted(int domain, int type, int protocol) {
   } else {
     return false;
   }
-  settings();
-  if (!rule_count) return true;
-  for (int i = 0; i < rule_count; i++)
-    if (matches(rules[i], domain, type, protocol)) return true;
+  if (!count) return true;
+  for (int i = 0; i < count; i++)
+    if (matches(list[i], program, domain, type, protocol)) return true;
   return false;
+}
+
+bool wanted(int domain, int type, int protocol) {
+  settings();
+  return wanted(rules, rule_count, program_invocation_short_name, domain, type, protocol);
 }
 
 void apply_settings(int rfd) {

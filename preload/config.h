@@ -7,7 +7,31 @@
 // accept()).
 #pragma once
 
+#include <stdio.h>
+
 namespace rspreload {
+
+// One preload_config line, "program domain type protocol": the program is a
+// prefix of the name it runs as (case-insensitive), the others AF_*, SOCK_*
+// and IPPROTO_* values, "*" (kAny) for any.
+constexpr int kAny = -1;
+struct Rule {
+  char program[64];
+  int domain, type, protocol;
+};
+
+// The rules of a preload_config read from f, in order (lines starting with
+// '#', lines of fewer than four words and lines with a word it does not know
+// are skipped; words past the fourth are ignored): *rules is malloc'd, NULL
+// when the count returned is 0.
+int read_rules(FILE* f, Rule** rules);
+
+// Whether socket(domain, type, protocol) (type without SOCK_NONBLOCK and
+// SOCK_CLOEXEC) in the program named `program` becomes an rsocket under these
+// rules: only stream (TCP) and datagram (UDP) sockets of AF_INET, AF_INET6 and
+// AF_IB, and of those, with no rules every one, else those a rule takes.
+bool wanted(const Rule* rules, int count, const char* program, int domain, int type,
+            int protocol);
 
 struct Settings {
   int sq_size = 0;
@@ -18,7 +42,7 @@ struct Settings {
 
 const Settings& settings();
 
-// Whether socket(domain, type, protocol) of this program becomes an rsocket.
+// wanted() under /etc/rdma/rsocket/preload_config's rules for this program.
 bool wanted(int domain, int type, int protocol);
 
 // Applies RS_SQ_SIZE and friends to a new rsocket (defaults on failure).

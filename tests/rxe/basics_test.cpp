@@ -1,5 +1,8 @@
-// First integration tests: event channels, ids, binding and devices through
-// our librdmacm.so.1 and the kernel's rdma_cm over Soft-RoCE.
+// The CM's ground floor on a device: the kernel's ucma ABI version, event
+// channels (pollable, blocking, interrupted by a signal), ids in every port
+// space, binding, resolving, destroy waiting for acks (and racing a reader),
+// rdma_get_devices and event names, through the kernel's rdma_cm over
+// Soft-RoCE. tests/README.md maps every feature to its tests.
 #include <gtest/gtest.h>
 #include <rdma/rdma_cma.h>
 

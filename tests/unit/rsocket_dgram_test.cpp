@@ -25,7 +25,7 @@ sockaddr_in loopback(uint16_t port) {
   return a;
 }
 
-class DgramTest : public ::testing::Test {
+class RsocketDgramTest : public ::testing::Test {
  protected:
   void SetUp() override {
     fd = rsocket(AF_INET, SOCK_DGRAM, 0);
@@ -47,23 +47,23 @@ class DgramTest : public ::testing::Test {
     EXPECT_EQ(errno, err) << strerror(errno); \
   } while (0)
 
-TEST(DgramSocket, WrongProtocolIsNotSupported) {
+TEST(RsocketDgram, WrongProtocolIsNotSupported) {
   EXPECT_ERRNO(rsocket(AF_INET, SOCK_DGRAM, IPPROTO_TCP), ENOTSUP);
 }
 
-TEST(DgramSocket, BadFd) {
+TEST(RsocketDgram, BadFd) {
   sockaddr_in a = loopback(9);
   EXPECT_ERRNO(rsendto(1 << 20, "x", 1, 0, reinterpret_cast<sockaddr*>(&a), sizeof(a)), EBADF);
   socklen_t len = sizeof(a);
   EXPECT_ERRNO(rrecvfrom(-1, &a, 1, 0, reinterpret_cast<sockaddr*>(&a), &len), EBADF);
 }
 
-TEST_F(DgramTest, SendWithoutDestination) {
+TEST_F(RsocketDgramTest, SendWithoutDestination) {
   EXPECT_ERRNO(rsendto(fd, buf, 8, 0, nullptr, 0), EDESTADDRREQ);
   EXPECT_ERRNO(rsend(fd, buf, 8, 0), EDESTADDRREQ);
 }
 
-TEST_F(DgramTest, BadDestinationLengthsAndFamilies) {
+TEST_F(RsocketDgramTest, BadDestinationLengthsAndFamilies) {
   sockaddr_in a = loopback(9);
   auto* sa = reinterpret_cast<sockaddr*>(&a);
   EXPECT_ERRNO(rsendto(fd, buf, 8, 0, sa, 1), EINVAL);
@@ -74,7 +74,7 @@ TEST_F(DgramTest, BadDestinationLengthsAndFamilies) {
   EXPECT_ERRNO(rsendto(fd, buf, 8, 0, reinterpret_cast<sockaddr*>(&u), sizeof(u)), EAFNOSUPPORT);
 }
 
-TEST_F(DgramTest, BadBuffers) {
+TEST_F(RsocketDgramTest, BadBuffers) {
   sockaddr_in a = loopback(9);
   auto* sa = reinterpret_cast<sockaddr*>(&a);
   EXPECT_ERRNO(rsendto(fd, nullptr, 8, 0, sa, sizeof(a)), EFAULT);
@@ -83,11 +83,11 @@ TEST_F(DgramTest, BadBuffers) {
   EXPECT_ERRNO(rsendto(fd, big, 2048 - 8 + 1, 0, sa, sizeof(a)), EMSGSIZE);
 }
 
-TEST_F(DgramTest, ReceiveBeforeBindIsInvalidAsRdmaCore) {
+TEST_F(RsocketDgramTest, ReceiveBeforeBindIsInvalidAsRdmaCore) {
   EXPECT_ERRNO(rrecv(fd, buf, sizeof(buf), MSG_DONTWAIT), EINVAL);
 }
 
-TEST_F(DgramTest, BoundReceive) {
+TEST_F(RsocketDgramTest, BoundReceive) {
   sockaddr_in a = loopback(0);
   ASSERT_EQ(rbind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0) << strerror(errno);
   sockaddr_in name{};
@@ -103,12 +103,12 @@ TEST_F(DgramTest, BoundReceive) {
   EXPECT_EQ(rpoll(&p, 1, 0), 0);
 }
 
-TEST_F(DgramTest, StreamOnlyCalls) {
+TEST_F(RsocketDgramTest, StreamOnlyCalls) {
   EXPECT_ERRNO(rlisten(fd, 1), EOPNOTSUPP);
   EXPECT_ERRNO(raccept(fd, nullptr, nullptr), EOPNOTSUPP);
 }
 
-TEST_F(DgramTest, Options) {
+TEST_F(RsocketDgramTest, Options) {
   int v = 1 << 16;
   ASSERT_EQ(rsetsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)), 0);
   int got = 0;
@@ -127,7 +127,7 @@ TEST_F(DgramTest, Options) {
 // them: every access under the one lock that fixes them. Under
 // ThreadSanitizer this failed while setsockopt wrote them under another lock
 // than the bind and getsockopt read them under none.
-TEST_F(DgramTest, SizesSetWhileAnotherThreadBindsAndReads) {
+TEST_F(RsocketDgramTest, SizesSetWhileAnotherThreadBindsAndReads) {
   std::atomic<bool> go{false};
   std::thread setter([&] {
     while (!go) std::this_thread::yield();
@@ -149,7 +149,7 @@ TEST_F(DgramTest, SizesSetWhileAnotherThreadBindsAndReads) {
   setter.join();
 }
 
-TEST_F(DgramTest, WritableBeforeFirstSend) {
+TEST_F(RsocketDgramTest, WritableBeforeFirstSend) {
   pollfd p{fd, POLLOUT, 0};
   EXPECT_EQ(rpoll(&p, 1, 0), 1);
   EXPECT_EQ(p.revents, POLLOUT);

@@ -1,7 +1,9 @@
-// Unreliable datagrams through the kernel's rdma_cm: SIDR connect/accept
-// giving address handles, UD sends with rdma_post_ud_send, what RDMA_PS_IPOIB
-// ids can do on RoCE, and multicast groups (join from bound and resolved ids,
-// send-only join, leave, attach failures, misuse).
+// Unreliable datagrams through the kernel's rdma_cm (RDMA_PS_UDP and
+// RDMA_PS_IPOIB ids; datagram rsockets are tested elsewhere:
+// tests/unit/rsocket_dgram_test.cpp, tests/rxe/rsocket_dgram.sh): SIDR
+// connect/accept giving address handles, UD sends with rdma_post_ud_send, what
+// RDMA_PS_IPOIB ids can do on RoCE, and multicast groups (join from bound and
+// resolved ids, send-only join, leave, attach failures, misuse).
 #include <gtest/gtest.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
@@ -33,7 +35,7 @@ ibv_qp_init_attr ud_qp_attr() {
   return attr;
 }
 
-TEST(Datagram, SidrExchangeAndUdTraffic) {
+TEST(CmUd, SidrExchangeAndUdTraffic) {
   Pair pair;
   ASSERT_TRUE(pair.setup(RDMA_PS_UDP));
   EXPECT_EQ(pair.client->qp_type, IBV_QPT_UD);
@@ -100,7 +102,7 @@ TEST(Datagram, SidrExchangeAndUdTraffic) {
 // binding to the device's address fails with EINVAL and address resolution
 // ends in ADDR_ERROR with status -EINVAL. So no SIDR exchange (and no UD
 // traffic) is possible for them on rxe; both libraries pass this through.
-TEST(Datagram, IpoibIdsCannotUseARoceDevice) {
+TEST(CmUd, IpoibIdsCannotUseARoceDevice) {
   rdma_event_channel* ch = rdma_create_event_channel();
   ASSERT_NE(ch, nullptr);
   rdma_cm_id* listener = nullptr;
