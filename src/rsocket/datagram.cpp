@@ -1,7 +1,7 @@
 // Datagram rsockets: creation, bind/connect, destinations, sending (over UD,
 // or over UDP to a destination whose QP is not known yet), names, options
-// and close. Completions and receiving are datagram_io.cpp's; QPs, address
-// handles and the UDP service are datagram_service.cpp's.
+// and close. Completions and receiving are datagram_io.cpp's; QPs and address
+// handles datagram_qp.cpp's; the UDP service datagram_service.cpp's.
 #include "rsocket/datagram.h"
 
 #include <arpa/inet.h>
@@ -35,10 +35,6 @@ bool any_addr(const DatagramSocket::Addr& a) {
 }
 
 }  // namespace
-
-bool DatagramSocket::AddrLess::operator()(const Addr& a, const Addr& b) const {
-  return std::memcmp(&a, &b, sizeof(Addr)) < 0;
-}
 
 DatagramSocket* DatagramSocket::create(int domain, int* err) {
   auto* s = new (std::nothrow) DatagramSocket;

@@ -20,6 +20,7 @@
 #include <netinet/in.h>
 
 #include <atomic>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -93,27 +94,36 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
     ibv_wc wc;        // with the slot's GRH: an AH back to the sender
   };
   struct AddrLess {
-    bool operator()(const Addr& a, const Addr& b) const;
+    bool operator()(const Addr& a, const Addr& b) const { return std::memcmp(&a, &b, sizeof(Addr)) < 0; }
   };
+  // A receive's wr_id: this flag and the slot's offset.
+  static constexpr uint64_t kRecvFlag = 1ull << 63;
+  // Each slot's GRH goes past the data slots (rdma-core 44 shares one among
+  // all receives; ours is kept until the message is taken, for learn_ah).
+  uint8_t* grh_of(const Qp* qp, uint32_t offset) const {
+    return qp->rbuf + sizes_.rbuf_size + offset / wire::kDsSlotSize * sizeof(ibv_grh);
+  }
 
   DatagramSocket() = default;
 
-  // datagram.cpp: endpoints and destinations.
+  // datagram.cpp: endpoints, destinations, sending.
   int init_endpoint();  // first bind/connect/sendto: sizes, send slots, the UDP service
   int get_dest(const sockaddr* addr, socklen_t len, Dest** out);
-  int get_qp(const Addr& src, Qp** out);
-  int create_qp(const Addr& src, Qp** out);
   int source_for(const sockaddr* dst, socklen_t dst_len, Addr* src);
-  void free_qp(Qp* qp);
-  void resolve_ah(Dest* dest, uint32_t qpn);  // the service: an AH to the peer's QP
-  void learn_ah(const Addr& from, Qp* qp, const ibv_wc& wc, const ibv_grh& grh);
-  void set_ah(Dest* dest, ibv_ah* ah, uint32_t qpn);  // under send_mutex_
   ssize_t send_udp(Dest* dest, const void* buf, size_t len, int flags, wire::Op op);
   ssize_t send_ud(Dest* dest, const wire::DsHeader& hdr, const void* buf, size_t len, int flags);
 
+  // datagram_qp.cpp: QPs and address handles.
+  int get_qp(const Addr& src, Qp** out);
+  int create_qp(const Addr& src, Qp** out);
+  void free_qp(Qp* qp);
+  int post_recv(Qp* qp, uint32_t offset);
+  void resolve_ah(Dest* dest, uint32_t qpn);  // the service: an AH to the peer's QP
+  void learn_ah(const Addr& from, Qp* qp, const ibv_wc& wc, const ibv_grh& grh);
+  void set_ah(Dest* dest, ibv_ah* ah, uint32_t qpn);  // under send_mutex_
+
   // datagram_io.cpp: completions (CompletionWait's reap, arm, sleep_on_cq).
   friend class CompletionWait<DatagramSocket>;
-  int post_recv(Qp* qp, uint32_t offset);
   int reap();
   void arm();
   int sleep_on_cq(int ms);

@@ -15,32 +15,6 @@
 #include "rsocket/waiting.h"
 
 namespace rdmacm::rsocket {
-namespace {
-
-constexpr uint64_t kRecvFlag = 1ull << 63;
-
-// Each slot's GRH goes past the data slots (rdma-core 44 shares one among all
-// receives; ours is kept until the message is taken, for learn_ah).
-uint8_t* grh_of(uint8_t* rbuf, uint32_t rbuf_size, uint32_t offset) {
-  return rbuf + rbuf_size + offset / wire::kDsSlotSize * sizeof(ibv_grh);
-}
-
-}  // namespace
-
-int DatagramSocket::post_recv(Qp* qp, uint32_t offset) {
-  ibv_sge sge[2] = {
-      {reinterpret_cast<uintptr_t>(grh_of(qp->rbuf, sizes_.rbuf_size, offset)), sizeof(ibv_grh),
-       qp->rmr->lkey},
-      {reinterpret_cast<uintptr_t>(qp->rbuf + offset), wire::kDsSlotSize, qp->rmr->lkey},
-  };
-  ibv_recv_wr wr{}, *bad;
-  wr.wr_id = kRecvFlag | offset;
-  wr.sg_list = sge;
-  wr.num_sge = 2;
-  int err = ibv_post_recv(qp->id->qp, &wr, &bad);
-  return err > 0 ? -err : err;
-}
-
 // Under cq_mutex_. Round robin over the QPs, resuming where the last call
 // stopped; a message we have no room to queue is dropped (its receive
 // reposted), as a full UDP socket drops.
@@ -132,7 +106,7 @@ ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* sr
   if (!(flags & MSG_PEEK)) {
     Received taken = m;
     ibv_grh grh;
-    std::memcpy(&grh, grh_of(m.qp->rbuf, sizes_.rbuf_size, m.offset), sizeof(grh));
+    std::memcpy(&grh, grh_of(m.qp, m.offset), sizeof(grh));
     post_recv(m.qp, m.offset);
     if (++rmsg_head_ == sizes_.rq_size + 1) rmsg_head_ = 0;
     ++rqe_avail_;
