@@ -3,10 +3,11 @@
 // annotations, so code locking them is not checked. Use these instead:
 //
 //   Mutex            a std::mutex (CAPABILITY): lock(), unlock(), try_lock()
-//   LockGuard<L>     holds L (any lock with lock()/unlock(): Mutex, core's
-//                    LeafLock) for its scope; LockGuard g(mu_) deduces L
+//   LockGuard<L>     holds L (a CAPABILITY with lock()/unlock(): Mutex,
+//                    core's LeafLock) for its scope; LockGuard g(mu_)
 //   UniqueLock<L>    the same, and may unlock() and lock() again in between
-//                    (to call out without the lock, to sleep)
+//                    (to call out without the lock); BasicLockable, so
+//                    std::condition_variable_any may wait on it
 //   CondVar          a std::condition_variable waited on with a held Mutex:
 //                      while (!ready_) cv_.wait(mu_);
 //                    (the loop is the caller's, so the analysis checks the
