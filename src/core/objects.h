@@ -130,8 +130,8 @@ struct CmIdExtras {
 
   // Events queued by the library or the application (core/user_events.cpp),
   // and what rdma_resolve_addrinfo found (core/addrinfo_async.cpp). A leaf,
-  // held across creating, ringing and moving a queued event's doorbell (see
-  // above). Also guards each queued event's doorbell, channel and what it
+  // held across ringing and moving a queued event's doorbell (the kernel
+  // commands listed above). Also guards each queued event's doorbell, channel and what it
   // reports until the event is unlinked (translate_user_event reads them
   // after).
   LeafLock user_mutex;
