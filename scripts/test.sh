@@ -1,9 +1,11 @@
 #!/bin/bash
 # The whole suite, fast phases first so that they fail early:
 #   host    the normal build; its tests that need no RDMA device (unit, ABI,
-#           layering, manual, install, package)
+#           layering, thread-safety fixture, manual, install, package)
 #   tsan    the unit binaries under ThreadSanitizer (run whole)
-#   fuzz    the libFuzzer targets, 20 s each from the committed corpus
+#   fuzz    the libFuzzer targets, 20 s each from the committed corpus; their
+#           clang build of the library's objects is also the thread-safety
+#           check (RDMACM_THREAD_SAFETY: -Wthread-safety, as errors)
 #   asan    the unit binaries and the inline-ABI tests under AddressSanitizer
 #           and UBSan
 #   rxe     the Soft-RoCE integration tests on the normal build and on the
@@ -72,7 +74,9 @@ phase_done
 
 phase fuzz
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DRDMACM_FUZZ=ON >/dev/null
-cmake --build build-fuzz --target fuzz -j"$(nproc)"
+# fuzz compiles core/, api/ and rsocket/ with clang; rdmacm_ucma adds the
+# kernel provider's, so that all pass the thread-safety analysis.
+cmake --build build-fuzz --target fuzz rdmacm_ucma -j"$(nproc)"
 (cd build-fuzz && ctest --output-on-failure -j2 -L fuzz)
 phase_done
 

@@ -71,7 +71,7 @@ class Request {
 void store(CmId& id, rdma_addrinfo* res) {
   rdma_addrinfo* unwanted = res;
   if (CmIdExtras* x = id.peek_extras()) {  // made by resolve_addrinfo
-    std::lock_guard lock(x->user_mutex);
+    LockGuard lock(x->user_mutex);
     x->resolving = false;
     if (!id.destroying) std::swap(unwanted, x->resolved);
   }
@@ -90,7 +90,7 @@ int resolve_addrinfo(rdma_cm_id* pub, const char* node, const char* service,
   auto request = std::make_shared<Request>(node, service, hints);
   CmIdExtras& x = id->extras();  // throws std::bad_alloc: nothing done yet
   {
-    std::lock_guard lock(x.user_mutex);
+    LockGuard lock(x.user_mutex);
     if (x.resolving) return -EBUSY;
     x.resolving = true;
   }
@@ -123,7 +123,7 @@ int resolve_addrinfo(rdma_cm_id* pub, const char* node, const char* service,
       err = -EAGAIN;
     }
   }
-  std::lock_guard lock(x.user_mutex);
+  LockGuard lock(x.user_mutex);
   x.resolving = false;
   return err;
 }
@@ -133,7 +133,7 @@ int query_addrinfo(rdma_cm_id* pub, rdma_addrinfo** info) {
   if (!id || !info) return -EINVAL;
   CmIdExtras* x = id->peek_extras();
   if (!x) return -ENOENT;  // never asked to resolve anything
-  std::lock_guard lock(x->user_mutex);
+  LockGuard lock(x->user_mutex);
   if (x->resolving) return -EBUSY;
   if (!x->resolved) return -ENOENT;
   *info = x->resolved;
@@ -146,7 +146,7 @@ void forget_resolution(CmId& id) {
   if (!x) return;  // never asked to resolve anything
   rdma_addrinfo* res = nullptr;
   {
-    std::lock_guard lock(x->user_mutex);
+    LockGuard lock(x->user_mutex);
     std::swap(res, x->resolved);
   }
   freeaddrinfo(res);

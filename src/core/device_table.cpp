@@ -56,7 +56,7 @@ bool DeviceTable::open_locked(Device& d) {
 }
 
 std::vector<ibv_context*> DeviceTable::open_all(int* err) {
-  std::lock_guard lock(mutex_);
+  LockGuard lock(mutex_);
   refresh_locked();
   std::vector<ibv_context*> out;
   for (auto& d : devices_)
@@ -66,12 +66,12 @@ std::vector<ibv_context*> DeviceTable::open_all(int* err) {
 }
 
 void DeviceTable::prime() {
-  std::lock_guard lock(mutex_);
+  LockGuard lock(mutex_);
   if (devices_.empty()) refresh_locked();
 }
 
 Device* DeviceTable::by_guid(uint64_t guid_be) {
-  std::lock_guard lock(mutex_);
+  LockGuard lock(mutex_);
   for (int attempt = 0; attempt < 2; ++attempt) {
     for (auto& d : devices_)
       if (d->guid_be == guid_be && !d->removed) return open_locked(*d) ? d.get() : nullptr;
@@ -89,7 +89,7 @@ void DeviceTable::release_removed() {
   if (!any_removed_.load(std::memory_order_relaxed)) return;
   std::vector<Device*> idle;
   {
-    std::lock_guard lock(mutex_);
+    LockGuard lock(mutex_);
     for (auto& d : devices_)
       if (d->removed) idle.push_back(d.get());
   }
@@ -100,7 +100,7 @@ void DeviceTable::release_removed() {
     for (auto& d : idle)
       if (d == id.device) d = nullptr;
   });
-  std::lock_guard lock(mutex_);
+  LockGuard lock(mutex_);
   for (Device* d : idle) {
     if (!d) continue;
     auto it = std::find_if(devices_.begin(), devices_.end(),

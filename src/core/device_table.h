@@ -16,8 +16,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace rdmacm::core {
 
@@ -39,33 +40,40 @@ class DeviceTable {
 
   // Opens every device; returns their contexts (empty, with -ENODEV in *err,
   // when there is none or none could be opened).
-  std::vector<ibv_context*> open_all(int* err);
+  std::vector<ibv_context*> open_all(int* err) EXCLUDES(mutex_);
 
   // Lists the devices once, if not done yet: the first event channel does it,
   // as rdma-core's does, so that the first address resolution event does not
   // pay for loading the verbs providers while later events wait behind it.
-  void prime();
+  void prime() EXCLUDES(mutex_);
 
   // The device with this node GUID (network byte order, as the kernel reports
   // it), opened with its default PD; nullptr if unknown or unusable.
-  Device* by_guid(uint64_t guid_be);
+  Device* by_guid(uint64_t guid_be) EXCLUDES(mutex_);
 
   // The kernel reported DEVICE_REMOVAL for an id on d.
   void mark_removed(Device* d);
   // Closes the PD and context of every removed device no id is on any more
   // (called after an id is destroyed; one relaxed load when none was removed).
-  void release_removed();
+  void release_removed() EXCLUDES(mutex_);
 
  private:
   // Refreshes the device list (devices may be added after start-up, e.g. an
-  // rxe link created after the first call). Caller holds mutex_.
-  void refresh_locked();
-  bool open_locked(Device& d);
+  // rxe link created after the first call).
+  void refresh_locked() REQUIRES(mutex_);
+  bool open_locked(Device& d) REQUIRES(mutex_);
 
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<Device>> devices_;
-  std::vector<ibv_device**> lists_;  // kept alive: Device::dev points into them
-  std::vector<std::unique_ptr<Device>> retired_;  // released: kept for stale pointers
+  // The table's lock: a leaf, held across opening a device (ibv_open_device,
+  // ibv_alloc_pd: the verbs provider's, which wait on nothing of ours). Also
+  // what a Device's ctx, pd and attributes are written under (open_locked,
+  // release_removed); ids read them without it, after by_guid handed the
+  // device out, and no id is on a device when release_removed closes it.
+  Mutex mutex_;
+  std::vector<std::unique_ptr<Device>> devices_ GUARDED_BY(mutex_);
+  // Kept alive: Device::dev points into them.
+  std::vector<ibv_device**> lists_ GUARDED_BY(mutex_);
+  // Released: kept for stale pointers.
+  std::vector<std::unique_ptr<Device>> retired_ GUARDED_BY(mutex_);
   std::atomic<bool> any_removed_{false};
 };
 

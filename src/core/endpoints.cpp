@@ -88,7 +88,7 @@ int get_request(rdma_cm_id* listen_pub, rdma_cm_id** out) {
   if (!listener->listening) return -EINVAL;
   ack_stored_event(*listener);
   rdma_cm_event* ev = nullptr;
-  if (int err = next_event(*listener->channel, &ev)) return err;
+  if (int err = next_event(*listener->own_channel(), &ev)) return err;
   int err = 0;
   if (ev->status)
     err = status_error(*ev);

@@ -92,7 +92,7 @@ bool translate_group(const ucma_abi_event_resp& w, Event& ev) {
   IdRef id = group->id;
   bool leaving;
   {
-    std::lock_guard lock(id->peek_extras()->mc_mutex);  // made by the join
+    LockGuard lock(id->peek_extras()->mc_mutex);  // made by the join
     leaving = group->leaving;
   }
   if (id->destroying || leaving) {
@@ -229,7 +229,7 @@ int next_event(EventChannel& ch, rdma_cm_event** out) {
 int complete(CmId& id) {
   if (!id.sync) return 0;
   ack_stored_event(id);
-  if (int err = next_event(*id.channel, &id.pub.event)) return err;
+  if (int err = next_event(*id.own_channel(), &id.pub.event)) return err;
   return status_error(*id.pub.event);
 }
 

@@ -1,8 +1,12 @@
 // The library's own mutex (see objects.h for which locks exist and the rule
-// that each is a leaf).
+// that each is a leaf). A capability to clang's thread-safety analysis
+// (common/thread_annotations.h): hold it with LockGuard or UniqueLock
+// (common/mutex.h), which the analysis follows; std::lock_guard it does not.
 #pragma once
 
 #include <atomic>
+
+#include "common/thread_annotations.h"
 
 namespace rdmacm::core {
 
@@ -11,15 +15,18 @@ namespace rdmacm::core {
 // std::atomic::wait), so a holder preempted on a busy host is not spun on and
 // a holder waiting on the kernel costs its waiters nothing. Not recursive.
 // States: 0 free, 1 held, 2 held with waiters (Drepper's "futexes are tricky").
-class LeafLock {
+class CAPABILITY("mutex") LeafLock {
  public:
-  void lock() {
+  void lock() ACQUIRE() {
     int c = 0;
     if (!state_.compare_exchange_strong(c, 1, std::memory_order_acquire)) contended(c);
   }
-  void unlock() {
+  void unlock() RELEASE() {
     if (state_.exchange(0, std::memory_order_release) == 2) state_.notify_one();
   }
+  // Tells the analysis the lock is held where it cannot see that: in a
+  // callback the holder passes down (SlotArray::grow's). Checks nothing.
+  void assert_held() const ASSERT_CAPABILITY(this) {}
 
  private:
   void contended(int c) {

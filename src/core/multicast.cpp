@@ -19,7 +19,7 @@ void forget_group(CmId& id, const Multicast& group) {
   Objects::get().groups.take(Objects::key(group.uid()));
   CmIdExtras* x = id.peek_extras();  // made by the join
   if (!x) return;
-  std::lock_guard lock(x->mc_mutex);
+  LockGuard lock(x->mc_mutex);
   std::erase_if(x->groups, [&](const auto& g) { return g.get() == &group; });
 }
 
@@ -38,7 +38,7 @@ int join(rdma_cm_id* pub, const sockaddr* addr, uint16_t flags, void* context) {
   // Reachable before the command: the join event may race the answer.
   Objects::get().groups.add(Objects::key(group->uid()), group);
   {
-    std::lock_guard lock(x.mc_mutex);
+    LockGuard lock(x.mc_mutex);
     x.groups.push_back(group);
   }
   int err = transport().join_mcast(id->fd(), id->handle, group->uid(), addr, len, flags,
@@ -75,13 +75,13 @@ int leave_multicast(rdma_cm_id* pub, const sockaddr* addr) {
   if (!x) return -EADDRNOTAVAIL;  // never joined anything
   std::shared_ptr<Multicast> group;
   {
-    std::lock_guard lock(x->mc_mutex);
+    LockGuard lock(x->mc_mutex);
     for (const auto& g : x->groups)
       if (g->addr_len == len && !std::memcmp(&g->addr, addr, len)) group = g;
   }
   if (!group) return -EADDRNOTAVAIL;  // never joined (or already left)
   {
-    std::lock_guard lock(x->mc_mutex);
+    LockGuard lock(x->mc_mutex);
     if (group->leaving) return -EADDRNOTAVAIL;  // another thread leaves it
     group->leaving = true;
     std::erase(x->groups, group);
@@ -104,7 +104,7 @@ int leave_multicast(rdma_cm_id* pub, const sockaddr* addr) {
 void detach_groups(CmId& id) {
   CmIdExtras* x = id.peek_extras();
   if (!id.pub.qp || !x) return;
-  std::lock_guard lock(x->mc_mutex);
+  LockGuard lock(x->mc_mutex);
   for (const auto& g : x->groups)
     if (g->join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
       ibv_detach_mcast(id.pub.qp, &g->mgid, g->mlid);  // fails harmlessly if never attached
@@ -115,7 +115,7 @@ void forget_groups(CmId& id) {
   if (!x) return;  // never joined anything
   std::vector<std::shared_ptr<Multicast>> groups;
   {
-    std::lock_guard lock(x->mc_mutex);
+    LockGuard lock(x->mc_mutex);
     groups.swap(x->groups);
   }
   for (const auto& g : groups) Objects::get().groups.take(Objects::key(g->uid()));

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
+
+#include "common/mutex.h"
 
 namespace rdmacm::core {
 
@@ -20,9 +20,12 @@ namespace {
 // wait() counts itself in before looking at the tally, both sequentially
 // consistent: either the waiter sees the new count or the counter sees the
 // waiter and notifies under the mutex (which the waiter holds until it sleeps).
+// The mutex is a leaf and guards no data (the tallies and `waiters` are
+// atomics): it only orders a waiter's look at its tally before it sleeps
+// against a counter's notify. A waiter lets go of it to call on_stall.
 struct TallyWaits {
-  std::mutex mutex;
-  std::condition_variable cv;
+  Mutex mutex;
+  CondVar cv;
   std::atomic<int> waiters{0};
 };
 
@@ -37,7 +40,7 @@ void EventTally::done() {
   done_.fetch_add(1);
   TallyWaits& w = tally_waits();
   if (w.waiters.load()) {
-    std::lock_guard lock(w.mutex);
+    LockGuard lock(w.mutex);
     w.cv.notify_all();
   }
 }
@@ -47,14 +50,17 @@ void EventTally::wait(uint32_t reported, const std::function<void()>& on_stall) 
   if (counted()) return;  // the usual case: no lock, no clock read
   constexpr auto kStall = std::chrono::seconds(5);
   TallyWaits& w = tally_waits();
-  std::unique_lock lock(w.mutex);
+  UniqueLock lock(w.mutex);
   w.waiters.fetch_add(1);
-  if (!w.cv.wait_for(lock, kStall, counted) && on_stall) {
+  const auto stall = std::chrono::steady_clock::now() + kStall;
+  while (!counted())
+    if (w.cv.wait_until(w.mutex, stall) == std::cv_status::timeout) break;
+  if (!counted() && on_stall) {
     lock.unlock();
     on_stall();
     lock.lock();
   }
-  w.cv.wait(lock, counted);
+  while (!counted()) w.cv.wait(w.mutex);
   w.waiters.fetch_sub(1);
 }
 

@@ -3,13 +3,19 @@
 // Locking discipline (read before adding a lock, or a call under one):
 // - Every lock is a leaf: no code takes a second lock while holding one.
 //   The locks: each Registry's table lock, each StablePool's free list (ids,
-//   channels), the event pool's, the EventTallies' shared one,
-//   CmId::channel_lock, CmIdExtras::mc_mutex and ::user_mutex (an id's, made
-//   with its extras), DeviceTable's. A Registry::for_each or
+//   channels), the event pool's, the EventTallies' shared one, each
+//   PointerSet's, CmId::channel_lock, CmIdExtras::mc_mutex and ::user_mutex
+//   (an id's, made with its extras), DeviceTable's. A Registry::for_each or
 //   for_each_handed_out callback runs under its lock and must take no other
 //   (warn_unacked only reads); StablePool::for_each holds none. A reference
 //   (IdRef, ChannelRef) whose release may destroy its object is let go of
 //   after the lock, since the destroy takes the pool's.
+// - Each lock's rule is also written where it is declared, as annotations
+//   clang's -Wthread-safety checks (common/thread_annotations.h): GUARDED_BY
+//   on what it guards, REQUIRES on what runs under it. Fields of one object
+//   guarded by another's lock (a group's `leaving`, a queued event's fields,
+//   a Device's, a slot's or event's next_free) are beyond the annotations:
+//   their comments say which lock.
 // - Held across a call into the kernel, deliberately and only these:
 //   user_mutex across the commands that ring or move a queued event's
 //   doorbell (create/resolve/destroy of the library's own doorbell id, none
@@ -47,6 +53,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/mutex.h"
 #include "core/leaf_lock.h"
 #include "core/registry.h"
 #include "core/stable_pool.h"
@@ -116,15 +123,21 @@ class EventChannel {
 // id, made on first use (CmId::extras()), so that an id without them costs a
 // pointer.
 struct CmIdExtras {
+  // The id's groups: a leaf, held across ibv_detach_mcast (detach_groups).
+  // Also guards each group's `leaving`.
   LeafLock mc_mutex;
-  std::vector<std::shared_ptr<Multicast>> groups;
+  std::vector<std::shared_ptr<Multicast>> groups GUARDED_BY(mc_mutex);
 
   // Events queued by the library or the application (core/user_events.cpp),
-  // and what rdma_resolve_addrinfo found (core/addrinfo_async.cpp).
+  // and what rdma_resolve_addrinfo found (core/addrinfo_async.cpp). A leaf,
+  // held across ringing and moving a queued event's doorbell (the kernel
+  // commands listed above). Also guards each queued event's doorbell, channel and what it
+  // reports until the event is unlinked (translate_user_event reads them
+  // after).
   LeafLock user_mutex;
-  bool resolving = false;
-  std::vector<std::shared_ptr<UserEvent>> pending_events;
-  rdma_addrinfo* resolved = nullptr;
+  bool resolving GUARDED_BY(user_mutex) = false;
+  std::vector<std::shared_ptr<UserEvent>> pending_events GUARDED_BY(user_mutex);
+  rdma_addrinfo* resolved GUARDED_BY(user_mutex) = nullptr;
 
   std::vector<uint8_t> connect_data;   // prefix of the next connect/accept data
   std::unique_ptr<ibv_qp_init_attr> ep_qp_attr;  // passive endpoints' QPs
@@ -147,11 +160,11 @@ struct CmId {
   }
 
   rdma_cm_id pub{};  // pub.route.path_rec: new[]'d by refresh_paths, ours
-  // Keeps the fd open while we live. Written while the id is unpublished,
-  // then only by rdma_migrate_id (swap_channel). The id's own calls read it
-  // directly; another thread's (a listener's event reader) through
-  // channel_ref().
-  ChannelRef channel;
+  // Keeps the fd open while we live. Written while the id is unpublished
+  // (set_channel), then only by rdma_migrate_id (swap_channel), under
+  // channel_lock. The id's own calls read it through own_channel(); another
+  // thread's (a listener's event reader) through channel_ref().
+  ChannelRef channel GUARDED_BY(channel_lock);
   Device* device = nullptr;               // set once bound to a device
   uint32_t handle = 0;                    // the kernel's id
   std::atomic<int> channel_fd{-1};  // channel->pub.fd, for readers of fd()
@@ -168,7 +181,8 @@ struct CmId {
   std::atomic<bool> sync{false};          // events consumed by the library
   std::atomic<bool> listening{false};     // rdma_listen succeeded
   std::atomic<bool> destroying{false};
-  mutable LeafLock channel_lock;  // channel, against rdma_migrate_id
+  // `channel`, against rdma_migrate_id: a leaf, held to copy or swap it.
+  mutable LeafLock channel_lock;
 
   // The rarely used state, made on first use: two threads racing to make it
   // install one (the loser frees its copy). Throws std::bad_alloc.
@@ -184,20 +198,26 @@ struct CmId {
   // hashed global mutexes, a quarter of a connection's instructions.
   int fd() const { return channel_fd.load(std::memory_order_acquire); }
   // Sets channel and channel_fd together (single-threaded: a new id).
-  void set_channel(ChannelRef ch) {
+  void set_channel(ChannelRef ch) NO_THREAD_SAFETY_ANALYSIS {  // unpublished: ours alone
     channel_fd.store(ch->pub.fd, std::memory_order_release);
     pub.channel = &ch->pub;
     channel = std::move(ch);
   }
   // The channel, for a thread that may race rdma_migrate_id on this id.
-  ChannelRef channel_ref() const {
-    std::lock_guard lock(channel_lock);
+  ChannelRef channel_ref() const EXCLUDES(channel_lock) {
+    LockGuard lock(channel_lock);
+    return channel;
+  }
+  // The channel, for the id's own calls: the application does not race
+  // rdma_migrate_id against another call on the same id (rdma-core's rule),
+  // so no lock.
+  const ChannelRef& own_channel() const NO_THREAD_SAFETY_ANALYSIS {  // see above
     return channel;
   }
   // rdma_migrate_id's: installs ch and returns the old channel (for the
   // caller to let go of after the lock).
-  ChannelRef swap_channel(ChannelRef ch) {
-    std::lock_guard lock(channel_lock);
+  ChannelRef swap_channel(ChannelRef ch) EXCLUDES(channel_lock) {
+    LockGuard lock(channel_lock);
     channel_fd.store(ch->pub.fd, std::memory_order_release);
     pub.channel = &ch->pub;
     std::swap(channel, ch);
@@ -212,6 +232,9 @@ struct CmId {
 
 // An event queued on an id's channel from user space. Its doorbell is a
 // kernel id of the library's own on the same channel (see user_events.cpp).
+// Filled before it is queued on its id (pending_events); from then on its
+// channel, doorbell, rung and what it reports change only under the id's
+// user_mutex, until it is unlinked again.
 struct UserEvent {
   IdRef id;
   ChannelRef channel;  // where the doorbell lives

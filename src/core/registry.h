@@ -18,11 +18,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <unordered_set>
 #include <utility>
 
+#include "common/mutex.h"
 #include "core/leaf_lock.h"
 
 namespace rdmacm::core {
@@ -38,9 +38,9 @@ class Registry {
   ~Registry() { delete[] slots_; }
 
   // Adds (or replaces) the entry. Throws std::bad_alloc if the table cannot grow.
-  void add(const Public* key, Ref owner) {
+  void add(const Public* key, Ref owner) EXCLUDES(lock_) {
     if (!key) return;
-    std::lock_guard lock(lock_);
+    LockGuard lock(lock_);
     if (Slot* s = probe(key)) {
       std::swap(s->owner, owner);  // the old owner goes after the lock
       return;
@@ -53,17 +53,17 @@ class Registry {
     ++live_;
   }
 
-  Ref find(const Public* key) const {
-    std::lock_guard lock(lock_);
+  Ref find(const Public* key) const EXCLUDES(lock_) {
+    LockGuard lock(lock_);
     const Slot* s = probe(key);
     return s ? s->owner : nullptr;
   }
 
   // Removes and returns the entry; nullptr if it was not live (e.g. a second
   // destroy racing the first).
-  Ref take(const Public* key) {
+  Ref take(const Public* key) EXCLUDES(lock_) {
     Ref owner;  // declared first: released after the lock
-    std::lock_guard lock(lock_);
+    LockGuard lock(lock_);
     if (Slot* s = probe(key)) {
       owner = std::move(s->owner);
       remove(s);
@@ -73,9 +73,9 @@ class Registry {
 
   // Removes the entry only if it is still this owner's (a key such as a
   // kernel handle may have been reused by a newer owner meanwhile).
-  void take_if(const Public* key, const Owner* expected) {
+  void take_if(const Public* key, const Owner* expected) EXCLUDES(lock_) {
     Ref owner;
-    std::lock_guard lock(lock_);
+    LockGuard lock(lock_);
     Slot* s = probe(key);
     if (s && s->owner.get() == expected) {
       owner = std::move(s->owner);
@@ -83,16 +83,17 @@ class Registry {
     }
   }
 
-  // Calls f(key, owner) for every live entry, under the table's lock.
+  // Calls f(key, owner) for every live entry, under the table's lock (so f
+  // takes no lock: see objects.h).
   template <typename F>
-  void for_each(F&& f) const {
-    std::lock_guard lock(lock_);
+  void for_each(F&& f) const EXCLUDES(lock_) {
+    LockGuard lock(lock_);
     for (size_t i = 0; i < capacity(); ++i)
       if (slots_[i].key) f(slots_[i].key, *slots_[i].owner);
   }
 
-  size_t size() const {
-    std::lock_guard lock(lock_);
+  size_t size() const EXCLUDES(lock_) {
+    LockGuard lock(lock_);
     return live_;
   }
 
@@ -102,13 +103,13 @@ class Registry {
     Ref owner;
   };
 
-  size_t capacity() const { return slots_ ? mask_ + 1 : 0; }
+  size_t capacity() const REQUIRES(lock_) { return slots_ ? mask_ + 1 : 0; }
   // Fibonacci hashing: the product's top bits.
-  size_t home(const Public* key) const {
+  size_t home(const Public* key) const REQUIRES(lock_) {
     return (reinterpret_cast<uintptr_t>(key) * 0x9E3779B97F4A7C15ull) >> shift_;
   }
 
-  Slot* probe(const Public* key) const {
+  Slot* probe(const Public* key) const REQUIRES(lock_) {
     if (!key || !slots_) return nullptr;
     for (size_t i = home(key);; i = (i + 1) & mask_) {
       if (slots_[i].key == key) return &slots_[i];
@@ -118,7 +119,7 @@ class Registry {
 
   // Frees the slot and moves later entries of its probe run back into the
   // gap (no tombstones: a lookup never walks over removed entries).
-  void remove(Slot* gap) {
+  void remove(Slot* gap) REQUIRES(lock_) {
     size_t i = static_cast<size_t>(gap - slots_);
     for (size_t j = (i + 1) & mask_; slots_[j].key; j = (j + 1) & mask_) {
       size_t h = home(slots_[j].key);
@@ -135,7 +136,7 @@ class Registry {
 
   // Doubles the table (16 slots to begin with): 24 to 48 bytes per entry. Allocates before touching
   // anything, so a failure leaves the table as it was.
-  void grow() {
+  void grow() REQUIRES(lock_) {
     size_t cap = capacity() ? capacity() * 2 : 16;
     Slot* fresh = new Slot[cap];
     Slot* old = slots_;
@@ -153,11 +154,14 @@ class Registry {
     delete[] old;
   }
 
+  // The table's lock: a leaf (nothing else is taken under it, for_each's
+  // callback included), held for a probe and the owner's reference count; an
+  // owner let go of by add/take/take_if is released after it.
   mutable LeafLock lock_;
-  Slot* slots_ = nullptr;
-  size_t mask_ = 0;
-  unsigned shift_ = 64;
-  size_t live_ = 0;
+  Slot* slots_ GUARDED_BY(lock_) PT_GUARDED_BY(lock_) = nullptr;
+  size_t mask_ GUARDED_BY(lock_) = 0;
+  unsigned shift_ GUARDED_BY(lock_) = 64;
+  size_t live_ GUARDED_BY(lock_) = 0;
 };
 
 }  // namespace rdmacm::core
@@ -169,19 +173,19 @@ namespace rdmacm::core {
 template <typename T>
 class PointerSet {
  public:
-  void add(T* p) {
-    std::lock_guard lock(mutex_);
+  void add(T* p) EXCLUDES(mutex_) {
+    LockGuard lock(mutex_);
     live_.insert(p);
   }
   // True if p was live (and is no longer).
-  bool take(T* p) {
-    std::lock_guard lock(mutex_);
+  bool take(T* p) EXCLUDES(mutex_) {
+    LockGuard lock(mutex_);
     return live_.erase(p) != 0;
   }
 
  private:
-  std::mutex mutex_;
-  std::unordered_set<T*> live_;
+  Mutex mutex_;  // a leaf; guards the set
+  std::unordered_set<T*> live_ GUARDED_BY(mutex_);
 };
 
 }  // namespace rdmacm::core

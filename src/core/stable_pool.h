@@ -25,10 +25,10 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <new>
 #include <utility>
 
+#include "common/mutex.h"
 #include "core/leaf_lock.h"
 #include "core/slot_array.h"
 
@@ -103,10 +103,10 @@ class StablePool {
 
   // A new object (built with T()), referenced once, not listed. Throws
   // std::bad_alloc.
-  PoolRef<T> make() {
+  PoolRef<T> make() EXCLUDES(lock_) {
     Slot* s;
     {
-      std::lock_guard lock(lock_);
+      LockGuard lock(lock_);
       if (!free_) grow();  // throws, leaving the pool as it was
       s = free_;
       free_ = s->next_free;
@@ -192,27 +192,34 @@ class StablePool {
     if (s->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     s->object()->~T();  // not listed: listing holds a reference
     StablePool& pool = get();
-    std::lock_guard lock(pool.lock_);
+    LockGuard lock(pool.lock_);
     pool.push_free(s);
   }
 
-  void grow() {
-    slots_.grow([&](Slot& s) { push_free(&s); });
+  void grow() REQUIRES(lock_) {
+    slots_.grow([&](Slot& s) {
+      lock_.assert_held();  // a lambda is analysed apart: it runs in this grow
+      push_free(&s);
+    });
   }
 
   // Freed slots queue up behind the others (first in, first out), so that a
   // pointer to a destroyed object keeps failing for as long as possible
   // before its slot holds a new one. (lock_)
-  void push_free(Slot* s) {
+  void push_free(Slot* s) REQUIRES(lock_) {
     s->next_free = nullptr;
     (last_free_ ? last_free_->next_free : free_) = s;
     last_free_ = s;
   }
 
+  // The free list's lock: a leaf, held to take or give back a slot (never
+  // while an object is built or destroyed). Finding an object takes none.
   mutable LeafLock lock_;
-  Slot* free_ = nullptr;       // the next slot to use (lock_)
-  Slot* last_free_ = nullptr;  // the last (lock_)
-  SlotArray<Slot> slots_;      // grown under lock_
+  Slot* free_ GUARDED_BY(lock_) = nullptr;       // the next slot to use
+  Slot* last_free_ GUARDED_BY(lock_) = nullptr;  // the last
+  // Grown under lock_; read without it (containing(), for_each(): the
+  // array's own atomics publish what grow built).
+  SlotArray<Slot> slots_;
 
   static StablePool instance_;
 };

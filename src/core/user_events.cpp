@@ -52,14 +52,14 @@ void move(CmId& id, UserEvent& ue) {
   }
   // The kernel drops the old doorbell's event with it.
   transport().destroy_id(ue.channel->pub.fd, ue.doorbell, &ignored);
-  ue.channel = id.channel;
+  ue.channel = id.own_channel();  // rdma_migrate_id's thread: it just set it
   ue.doorbell = fresh;
 }
 
 void unlink(CmId& id, const UserEvent& ue) {
   CmIdExtras* x = id.peek_extras();  // made by prepare_user_event
   if (!x) return;
-  std::lock_guard lock(x->user_mutex);
+  LockGuard lock(x->user_mutex);
   std::erase_if(x->pending_events, [&](const auto& p) { return p.get() == &ue; });
 }
 
@@ -74,7 +74,7 @@ int prepare_user_event(const IdRef& id, std::shared_ptr<UserEvent>* out) {
                                       IBV_QPT_UD, &ue->doorbell))
     return err;
   Objects::get().user_events.add(Objects::key(ue->uid()), ue);
-  std::lock_guard lock(x.user_mutex);
+  LockGuard lock(x.user_mutex);
   x.pending_events.push_back(ue);
   *out = std::move(ue);
   return 0;
@@ -84,7 +84,7 @@ int ring_user_event(const std::shared_ptr<UserEvent>& ue, rdma_cm_event_type eve
                     int status, uint64_t arg) {
   CmIdExtras* x = ue->id->peek_extras();  // made by prepare_user_event
   if (!x) return -ECANCELED;
-  std::unique_lock lock(x->user_mutex);
+  UniqueLock lock(x->user_mutex);
   // Cancelled meanwhile (its id destroyed): the doorbell's kernel handle is
   // gone and may already name another id, so leave the kernel alone.
   if (std::find(x->pending_events.begin(), x->pending_events.end(), ue) ==
@@ -111,7 +111,7 @@ void cancel_user_events(CmId& id) {
   if (!x) return;  // never queued anything
   std::vector<std::shared_ptr<UserEvent>> pending;
   {
-    std::lock_guard lock(x->user_mutex);
+    LockGuard lock(x->user_mutex);
     pending.swap(x->pending_events);
   }
   for (auto& ue : pending) forget(*ue);
@@ -120,7 +120,7 @@ void cancel_user_events(CmId& id) {
 void move_user_events(CmId& id) {
   CmIdExtras* x = id.peek_extras();
   if (!x) return;  // never queued anything
-  std::lock_guard lock(x->user_mutex);
+  LockGuard lock(x->user_mutex);
   for (auto& ue : x->pending_events) move(id, *ue);
 }
 

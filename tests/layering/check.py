@@ -82,6 +82,9 @@ def include_violation(layer, path):
     if layer == "providers":
         if top in ("core", "api", "rsocket") and path != "core/transport.h":
             return 'providers/ include only "core/transport.h" from the library'
+    elif layer == "common":
+        if top in ("core", "api", "providers", "rsocket"):
+            return "src/common/ includes nothing from the library but common/"
     elif layer == "core":
         if top in ("api", "providers", "rsocket"):
             return "core/ includes nothing from api/, providers/ or rsocket/"
@@ -109,7 +112,7 @@ def normalise_include(root, source, quote, name):
 
 
 def check_includes(root):
-    trees = {"src/core": "core", "src/rsocket": "rsocket",
+    trees = {"src/common": "common", "src/core": "core", "src/rsocket": "rsocket",
              "providers": "providers", "preload": "preload"}
     problems = []
     for subdir, layer in trees.items():

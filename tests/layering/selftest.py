@@ -114,12 +114,14 @@ CLEAN = [f"{CORE}/low.cpp.o", f"{CORE}/high.cpp.o", f"{CORE}/other.cpp.o",
 SOURCES_CLEAN = {
     "src/core/cm.h": "#pragma once\n#include <cstddef>\n",
     "src/core/transport.h": "#pragma once\n",
-    "src/core/ids.cpp": '#include "core/cm.h"\n#include "transport.h"\n',
+    "src/core/ids.cpp": '#include "core/cm.h"\n#include "transport.h"\n#include "common/mutex.h"\n',
+    "src/common/mutex.h": '#pragma once\n#include <mutex>\n#include "thread_annotations.h"\n',
+    "src/common/thread_annotations.h": "#pragma once\n",
     "src/api/entry.h": "#pragma once\n",
     "providers/ucma/kernel.cpp": '#include "core/transport.h"\n#include <rdma/rdma_user_cm.h>\n',
     "src/rsocket/socket.cpp": '#include "core/cm.h"\n#include "rsocket/socket.h"\n'
                               "#include <rdma/rsocket.h>\n#include <infiniband/verbs.h>\n",
-    "src/rsocket/socket.h": "#pragma once\n",
+    "src/rsocket/socket.h": '#pragma once\n#include "common/mutex.h"\n',
     "preload/preload.c": '#include <rdma/rsocket.h>\n#include <dlfcn.h>\n#include "real.h"\n',
     "preload/real.h": "#pragma once\n",
 }
@@ -128,6 +130,7 @@ SOURCES_BAD = {
     "src/core/bad_api.cpp": '#include "api/entry.h"\n',
     "src/core/bad_relative.cpp": '\n\n  #  include "../api/entry.h"\n',
     "src/rsocket/bad.cpp": '#include "core/objects.h"\n',
+    "src/common/bad.h": '#include "common/mutex.h"\n#include "core/leaf_lock.h"\n',
     "preload/bad.c": "#include <stdio.h>\n#include <rdma/rdma_cma.h>\n",
 }
 
@@ -308,8 +311,10 @@ def main():
                   'src/core/bad_api.cpp:1: #include "api/entry.h"',
                   'src/core/bad_relative.cpp:3: #include "../api/entry.h"',
                   'src/rsocket/bad.cpp:1: #include "core/objects.h"',
+                  'src/common/bad.h:2: #include "core/leaf_lock.h"',
                   "preload/bad.c:2: #include <rdma/rdma_cma.h>"],
-                 ["kernel.cpp:", "ids.cpp:", "socket.cpp:", "preload.c:", "bad.c:1"])
+                 ["kernel.cpp:", "ids.cpp:", "socket.cpp:", "preload.c:", "bad.c:1",
+                  "bad.h:1", "mutex.h:", "socket.h:"])
     print(f"{r.failures} failure(s)")
     return 1 if r.failures else 0
 
