@@ -1,5 +1,6 @@
-// The r* calls: find the socket behind the fd, check what rdma-core checks
-// (and the pointers it would crash on), and hand over to the socket.
+// The r* calls: find the file behind the fd (file.h), and for the socket
+// calls the socket; check what rdma-core checks (and the pointers it would
+// crash on), and hand over.
 #include "rsocket/calls.h"
 
 #include <netinet/in.h>
@@ -40,11 +41,34 @@ int socket(int domain, int type, int protocol) {
   return s ? s->fd() : err;
 }
 
-#define WITH_SOCKET(fd, expr)              \
-  do {                                     \
-    Socket* s = find_socket(fd);           \
-    if (!s) return -EBADF;                 \
-    return expr;                           \
+namespace {
+
+// The socket behind fd; else -EBADF in *err if fd is none of the wing's, or
+// not_socket if it is a file that is not a socket (a repoll set: ENOTSOCK,
+// as for a kernel epoll fd; EINVAL for the riomap calls, as rdma-core's
+// answer for a socket without them).
+Socket* lookup(int fd, int not_socket, int* err) {
+  File* f = find_file(fd);
+  Socket* s = socket_of(f);
+  if (!s) *err = f ? not_socket : -EBADF;
+  return s;
+}
+
+}  // namespace
+
+#define WITH_SOCKET_OR(fd, not_socket, expr)      \
+  do {                                            \
+    int err_;                                     \
+    Socket* s = lookup(fd, not_socket, &err_);    \
+    if (!s) return err_;                          \
+    return expr;                                  \
+  } while (0)
+#define WITH_SOCKET(fd, expr) WITH_SOCKET_OR(fd, -ENOTSOCK, expr)
+#define WITH_FILE(fd, expr)      \
+  do {                           \
+    File* f = find_file(fd);     \
+    if (!f) return -EBADF;       \
+    return expr;                 \
   } while (0)
 
 int bind(int fd, const sockaddr* addr, socklen_t len) { WITH_SOCKET(fd, s->bind(addr, len)); }
@@ -65,20 +89,23 @@ int getsockopt(int fd, int level, int name, void* value, socklen_t* len) {
   WITH_SOCKET(fd, s->get_option(level, name, value, len));
 }
 off_t iomap(int fd, void* buf, size_t len, int prot, int flags, off_t offset) {
-  WITH_SOCKET(fd, s->iomap(buf, len, prot, flags, offset));
+  WITH_SOCKET_OR(fd, -EINVAL, s->iomap(buf, len, prot, flags, offset));
 }
-int iounmap(int fd, void* buf, size_t len) { WITH_SOCKET(fd, s->iounmap(buf, len)); }
+int iounmap(int fd, void* buf, size_t len) { WITH_SOCKET_OR(fd, -EINVAL, s->iounmap(buf, len)); }
 ssize_t iowrite(int fd, const void* buf, size_t len, off_t offset, int flags) {
-  WITH_SOCKET(fd, s->sent(s->iowrite(buf, len, offset, flags)));
+  WITH_SOCKET_OR(fd, -EINVAL, s->sent(s->iowrite(buf, len, offset, flags)));
 }
-int get_flags(int fd) { WITH_SOCKET(fd, s->flags()); }
-int set_flags(int fd, int flags) { WITH_SOCKET(fd, s->set_flags(flags)); }
+int get_flags(int fd) { WITH_FILE(fd, f->flags()); }
+int set_flags(int fd, int flags) { WITH_FILE(fd, f->set_flags(flags)); }
 
+// As close(2): the fd leaves the table and every repoll set, then the file
+// is released.
 int close(int fd) {
-  Socket* s = find_socket(fd);
-  if (!s) return -EBADF;
-  repoll_forget(s);
-  if (s->close()) delete s;
+  File* f = find_file(fd);
+  if (!f) return -EBADF;
+  remove_file(fd);
+  if (Socket* s = socket_of(f)) repoll_forget(s);
+  if (f->close()) delete f;
   return 0;
 }
 
@@ -133,9 +160,11 @@ ssize_t recv_message(Socket* s, const iovec* iov, int iovcnt, int flags, sockadd
 // Fills the vectors in turn; after the first, only with what is already
 // there (rdma-core fills only the first).
 ssize_t recvv(int fd, const iovec* iov, int iovcnt, int flags) {
-  Socket* s = find_socket(fd);
-  if (!s) return -EBADF;
+  int err;
+  Socket* s = lookup(fd, -ENOTSOCK, &err);
+  if (!s && err == -EBADF) return err;
   if (!iov_valid(iov, iovcnt)) return -EINVAL;
+  if (!s) return err;
   if (s->message_oriented()) return recv_message(s, iov, iovcnt, flags);
   ssize_t total = 0;
   for (int i = 0; i < iovcnt; ++i) {
@@ -168,9 +197,11 @@ ssize_t sendto(int fd, const void* buf, size_t len, int flags, const sockaddr* d
 }
 
 ssize_t sendv(int fd, const iovec* iov, int iovcnt, int flags) {
-  Socket* s = find_socket(fd);
-  if (!s) return -EBADF;
+  int err;
+  Socket* s = lookup(fd, -ENOTSOCK, &err);
+  if (!s && err == -EBADF) return err;
   if (!iov_valid(iov, iovcnt)) return -EINVAL;
+  if (!s) return err;
   if (s->message_oriented()) return send_message(s, iov, iovcnt, flags);
   ssize_t total = 0;
   for (int i = 0; i < iovcnt; ++i) {

@@ -92,7 +92,7 @@ DatagramSocket* DatagramSocket::create(int domain, int* err) {
     delete s;
     return nullptr;
   }
-  if (!insert_socket(s->fd_, s)) {
+  if (!insert_file(s->fd_, s)) {
     *err = -ENOMEM;
     delete s;
     return nullptr;
@@ -102,7 +102,7 @@ DatagramSocket* DatagramSocket::create(int domain, int* err) {
 
 DatagramSocket::~DatagramSocket() {
   if (in_service_) unwatch_udp(this);
-  if (fd_ >= 0 && find_socket(fd_) == this) remove_socket(fd_);
+  if (fd_ >= 0 && find_socket(fd_) == this) remove_file(fd_);
   // Address handles before the QPs' ids (and with them the PD's users) go.
   for (auto& [addr, dest] : dests_)
     if (dest->ah) ibv_destroy_ah(dest->ah);

@@ -37,8 +37,6 @@ class DatagramSocket final : public Socket {
   ~DatagramSocket() override;
 
   int bind(const sockaddr* addr, socklen_t len) override;
-  int listen(int) override { return -EOPNOTSUPP; }
-  int accept(sockaddr*, socklen_t*) override { return -EOPNOTSUPP; }
   int connect(const sockaddr* addr, socklen_t len) override;
   ssize_t recv(void* buf, size_t len, int flags) override {
     return recv_from(buf, len, flags, nullptr, nullptr);

@@ -86,7 +86,7 @@ void leave() {
 int check(pollfd* fds, nfds_t nfds) {
   int n = 0;
   for (nfds_t i = 0; i < nfds; ++i) {
-    if (Socket* s = find_socket(fds[i].fd))
+    if (File* s = find_file(fds[i].fd))
       fds[i].revents = s->poll_state(fds[i].events);
     else
       ::poll(&fds[i], 1, 0);
@@ -125,7 +125,7 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
     // before it is seen by the look (the other order lost a reply that came
     // in between until wake_up_interval: memcslap stalled on it).
     for (nfds_t i = 0; i < nfds; ++i) {
-      if (Socket* s = find_socket(fds[i].fd)) {
+      if (File* s = find_file(fds[i].fd)) {
         int wake = s->wait_fd();
         if (s->poll_state(fds[i].events)) return check(fds, nfds);
         rfds[i] = {wake, POLLIN, 0};
@@ -150,7 +150,7 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
     }
     int n = 0;
     for (nfds_t i = 0; i < nfds; ++i) {
-      if (Socket* s = find_socket(fds[i].fd)) {
+      if (File* s = find_file(fds[i].fd)) {
         if (rfds[i].revents) s->consume_wakeup();
         fds[i].revents = s->poll_state(fds[i].events);
       } else {

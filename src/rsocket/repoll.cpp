@@ -1,10 +1,11 @@
 // repoll: epoll(7) over rsockets and ordinary fds.
 //
 // A set is a real kernel epoll fd (the epfd the application gets, so it can
-// nest it in poll, select or another epoll set), registered in the rsocket
-// table so that rclose(epfd) frees it. Ordinary fds go into the kernel set
-// as they are: the kernel keeps their readiness, edge-triggering and
-// one-shot. An rsocket's readiness is its state (the poll_state rpoll reads);
+// nest it in poll, select or another epoll set), registered in the fd table
+// as a file of the wing that is not a socket (file.h), so that rclose(epfd)
+// frees it and the socket calls answer ENOTSOCK. Ordinary fds go into the
+// kernel set as they are: the kernel keeps their readiness, edge-triggering
+// and one-shot. An rsocket's readiness is its state (the poll_state rpoll reads);
 // the kernel set holds, edge-triggered, the fd that wakes it (its CQ's
 // channel, its CM channel, a listener's accept queue: wait_fd), and the set
 // looks at the socket's state only when that fd fired, when the socket was
@@ -89,7 +90,7 @@ std::vector<EpollSet*>& registry() {
 }
 std::atomic<int> live_sets{0};
 
-class EpollSet final : public Socket {
+class EpollSet final : public File {
  public:
   static EpollSet* create(int flags, int* err);
 
@@ -97,18 +98,6 @@ class EpollSet final : public Socket {
   int wait(epoll_event* out, int max, int timeout);
   void forget(Socket* s);
 
-  // Not a socket: the socket calls answer as they would on a kernel epoll fd.
-  int bind(const sockaddr*, socklen_t) override { return -ENOTSOCK; }
-  int listen(int) override { return -ENOTSOCK; }
-  int accept(sockaddr*, socklen_t*) override { return -ENOTSOCK; }
-  int connect(const sockaddr*, socklen_t) override { return -ENOTSOCK; }
-  ssize_t recv(void*, size_t, int) override { return -ENOTSOCK; }
-  ssize_t send(const void*, size_t, int) override { return -ENOTSOCK; }
-  int shutdown(int) override { return -ENOTSOCK; }
-  int peer_name(sockaddr*, socklen_t*) override { return -ENOTSOCK; }
-  int sock_name(sockaddr*, socklen_t*) override { return -ENOTSOCK; }
-  int set_option(int, int, const void*, socklen_t) override { return -ENOTSOCK; }
-  int get_option(int, int, void*, socklen_t*) override { return -ENOTSOCK; }
   int set_flags(int flags) override {
     if (fcntl(fd_, F_SETFL, flags) < 0) return -errno;
     fd_flags_ = flags;
@@ -140,7 +129,7 @@ class EpollSet final : public Socket {
   };
   using Members = std::unordered_map<int, Member>;
 
-  EpollSet() = default;
+  EpollSet() : File(Kind::epoll) {}
   int control_kernel(int op, int fd, const epoll_event* ev, Members::iterator it);
   int control_socket(int op, int fd, Socket* s, const epoll_event* ev, Members::iterator it);
   void drop(Members::iterator it);
@@ -174,7 +163,7 @@ EpollSet* EpollSet::create(int flags, int* err) {
       epoll_ctl(set->fd_, EPOLL_CTL_ADD, set->pending_fd_, &pending) ||
       epoll_ctl(set->fd_, EPOLL_CTL_ADD, doorbell(), &bell)) {
     *err = -errno;
-  } else if (!insert_socket(set->fd_, set)) {
+  } else if (!insert_file(set->fd_, set)) {
     *err = -ENOMEM;
   } else {
     std::lock_guard lock(registry_mutex);
@@ -194,7 +183,6 @@ bool EpollSet::close() {
     std::erase(registry(), this);
     --live_sets;
   }
-  remove_socket(fd_);
   ::close(fd_);  // the kernel set, and with it every registration
   ::close(pending_fd_);
   return true;
@@ -216,8 +204,7 @@ void EpollSet::forget(Socket* s) {
 }
 
 int EpollSet::control(int op, int fd, const epoll_event* ev) {
-  Socket* s = find_socket(fd);
-  if (dynamic_cast<EpollSet*>(s)) s = nullptr;  // a set nests as the kernel fd it is
+  Socket* s = find_socket(fd);  // a set nests as the kernel fd it is
   std::lock_guard lock(mutex_);
   auto it = members_.find(fd);
   // A member whose fd was closed without EPOLL_CTL_DEL, its number now
@@ -445,11 +432,16 @@ int EpollSet::wait(epoll_event* out, int max, int timeout) {
   }
 }
 
+// The set behind a file, if it is one (the kernel's is_file_epoll).
+EpollSet* set_of(File* f) {
+  return f && f->kind() == File::Kind::epoll ? static_cast<EpollSet*>(f) : nullptr;
+}
+
 // epfd's set, or the error epoll_ctl/epoll_wait give for such an epfd.
 int find_set(int epfd, EpollSet** set) {
-  Socket* s = find_socket(epfd);
-  if (!s) return fd_open(epfd) ? -EINVAL : -EBADF;
-  *set = dynamic_cast<EpollSet*>(s);
+  File* f = find_file(epfd);
+  if (!f) return fd_open(epfd) ? -EINVAL : -EBADF;
+  *set = set_of(f);
   return *set ? 0 : -EINVAL;
 }
 
@@ -466,8 +458,8 @@ int repoll_create(int flags) {
 // In the kernel's order: the event's address, the fds, then the rest.
 int repoll_ctl(int epfd, int op, int fd, epoll_event* event) {
   if (op != EPOLL_CTL_DEL && !event) return -EFAULT;
-  if (!find_socket(epfd) && !fd_open(epfd)) return -EBADF;
-  if (!find_socket(fd) && !fd_open(fd)) return -EBADF;
+  if (!find_file(epfd) && !fd_open(epfd)) return -EBADF;
+  if (!find_file(fd) && !fd_open(fd)) return -EBADF;
   EpollSet* set;
   if (int err = find_set(epfd, &set)) return err;
   if (fd == epfd) return -EINVAL;
@@ -487,8 +479,7 @@ int repoll_wait(int epfd, epoll_event* events, int maxevents, int timeout) {
 void repoll_forget(Socket* s) {
   if (!live_sets.load(std::memory_order_acquire)) return;
   std::lock_guard lock(registry_mutex);
-  for (EpollSet* set : registry())
-    if (set != s) set->forget(s);
+  for (EpollSet* set : registry()) set->forget(s);
 }
 
 void repoll_signal() {

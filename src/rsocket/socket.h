@@ -1,7 +1,8 @@
-// An rsocket: what every r* call finds behind its fd. One interface, with
-// the stream (RC) implementation in stream*.cpp and the datagram (UD) one in
-// datagram*.cpp; calls a socket type does not
-// support answer as rdma-core's do.
+// An rsocket: the file (file.h) behind most fds of the wing, with the socket
+// operations (the kernel's proto_ops). One interface, with the stream (RC)
+// implementation in stream*.cpp and the datagram (UD) one in datagram*.cpp;
+// what a type does not support has a named default here, answering as
+// rdma-core's does (the kernel's sock_no_*).
 //
 // Every call returns >= 0 or -errno (never throws across the C boundary:
 // api/rsockets.cpp converts). Locks, in the order they may be taken:
@@ -20,19 +21,17 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "rsocket/file.h"
+
 namespace rdmacm::rsocket {
 
-class Socket {
+class Socket : public File {
  public:
-  virtual ~Socket() = default;
-
-  // The fd the application knows this socket by.
-  int fd() const { return fd_; }
-
   virtual int bind(const sockaddr* addr, socklen_t len) = 0;
-  virtual int listen(int backlog) = 0;
+  // Not a listening kind (sock_no_listen / sock_no_accept).
+  virtual int listen(int) { return -EOPNOTSUPP; }
   // Returns the new socket's fd.
-  virtual int accept(sockaddr* addr, socklen_t* len) = 0;
+  virtual int accept(sockaddr*, socklen_t*) { return -EOPNOTSUPP; }
   virtual int connect(const sockaddr* addr, socklen_t len) = 0;
   virtual ssize_t recv(void* buf, size_t len, int flags) = 0;
   virtual ssize_t send(const void* buf, size_t len, int flags) = 0;
@@ -50,10 +49,6 @@ class Socket {
   // buffers is one message, not one per buffer.
   virtual bool message_oriented() const { return false; }
   virtual int shutdown(int how) = 0;
-  // Tears the connection down (rclose). The socket is gone from the fd table
-  // when this returns; the caller deletes it, unless it returned false: then
-  // it lingers and deletes itself.
-  virtual bool close() = 0;
   virtual int peer_name(sockaddr* addr, socklen_t* len) = 0;
   virtual int sock_name(sockaddr* addr, socklen_t* len) = 0;
   virtual int set_option(int level, int name, const void* value, socklen_t len) = 0;
@@ -63,15 +58,6 @@ class Socket {
   virtual off_t iomap(void*, size_t, int, int, off_t) { return -EINVAL; }
   virtual int iounmap(void*, size_t) { return -EINVAL; }
   virtual ssize_t iowrite(const void*, size_t, off_t, int) { return -EINVAL; }
-  int flags() const { return fd_flags_; }
-  virtual int set_flags(int flags) = 0;
-
-  // rpoll's view. poll_state answers events ready now, after processing
-  // what completed (never sleeping); wait_fd is the fd to sleep on when
-  // nothing is (armed first); consume_wakeup is called when that fd fired.
-  virtual short poll_state(short events) = 0;
-  virtual int wait_fd() = 0;
-  virtual void consume_wakeup() = 0;
 
   // repoll's EPOLLET: a send that found no room (-EAGAIN) makes the next
   // room news (the kernel's SOCK_NOSPACE). calls.cpp passes every send's
@@ -83,12 +69,16 @@ class Socket {
   bool take_send_blocked() { return send_blocked_.exchange(false, std::memory_order_relaxed); }
 
  protected:
-  int fd_ = -1;
-  int fd_flags_ = 0;
+  Socket() : File(Kind::socket) {}
 
  private:
   std::atomic<bool> send_blocked_{false};
 };
+
+// The socket behind a file, if it is one (the kernel's sock_from_file).
+inline Socket* socket_of(File* f) {
+  return f && f->kind() == File::Kind::socket ? static_cast<Socket*>(f) : nullptr;
+}
 
 // Wakes every thread sleeping in rpoll/rselect to re-check its sockets (a
 // socket's state changed behind their back: see poll.cpp).

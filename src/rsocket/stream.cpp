@@ -73,7 +73,7 @@ StreamSocket* StreamSocket::create(int domain, int* err) {
   }
   s->id_->route.addr.src_addr.sa_family = static_cast<sa_family_t>(domain);
   s->fd_ = s->id_->channel->fd;
-  if (!insert_socket(s->fd_, s)) {
+  if (!insert_file(s->fd_, s)) {
     *err = -ENOMEM;
     delete s;
     return nullptr;
@@ -82,7 +82,7 @@ StreamSocket* StreamSocket::create(int domain, int* err) {
 }
 
 StreamSocket::~StreamSocket() {
-  if (fd_ >= 0 && find_socket(fd_) == this) remove_socket(fd_);
+  if (fd_ >= 0 && find_socket(fd_) == this) remove_file(fd_);
   release_mappings();
   if (smr_) ibv_dereg_mr(smr_);
   if (rmr_) ibv_dereg_mr(rmr_);
@@ -142,7 +142,7 @@ void StreamSocket::accept_requests() {
     if (ok) {
       s->id_ = cm_id;
       s->fd_ = cm_id->channel->fd;
-      ok = insert_socket(s->fd_, s) && !s->create_endpoint();
+      ok = insert_file(s->fd_, s) && !s->create_endpoint();
     }
     if (!ok) {
       core::reject(cm_id, nullptr, 0, false);
@@ -420,7 +420,6 @@ int StreamSocket::shutdown(int how) {
 // then sees POLLHUP before it has read the last data (rstream -T a fails on
 // it); its rclose waits without a bound for its sends to complete.
 bool StreamSocket::close() {
-  remove_socket(fd_);
   if (in_service_) {
     unwatch(state_ == kListening ? Watch::listeners : Watch::connections, this);
     in_service_ = false;

@@ -3,10 +3,12 @@
 // them their CM id): epoll(7)'s semantics, and every misuse's errno.
 // Connected rsockets are tests/rxe/repoll_test.cpp's.
 #include <rdma/rsocket.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -79,6 +81,56 @@ TEST_F(RepollTest, CreateTakesEpollCreate1sFlagsOnly) {
   EXPECT_FAILS_WITH(rrecv(ep, &c, 1, 0), ENOTSOCK);
   EXPECT_FAILS_WITH(rsend(ep, &c, 1, 0), ENOTSOCK);
   EXPECT_FAILS_WITH(rlisten(ep, 1), ENOTSOCK);
+}
+
+// A set is a file of the wing but not a socket: every socket call answers
+// as on a kernel epoll fd (ENOTSOCK), the riomap calls as rdma-core's do on
+// a socket without them (EINVAL); a bad vector is EINVAL first, as
+// rwritev/rreadv check it before the socket. rfcntl and rpoll see the fd.
+TEST_F(RepollTest, SocketCallsOnASetAnswerAsOnAKernelEpollFd) {
+  char c = 0;
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  auto* sa = reinterpret_cast<sockaddr*>(&sin);
+  socklen_t len = sizeof(sin);
+  int v = 1;
+  iovec iov{&c, 1};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  EXPECT_FAILS_WITH(rbind(ep, sa, sizeof(sin)), ENOTSOCK);
+  EXPECT_FAILS_WITH(rlisten(ep, 1), ENOTSOCK);
+  EXPECT_FAILS_WITH(raccept(ep, nullptr, nullptr), ENOTSOCK);
+  EXPECT_FAILS_WITH(rconnect(ep, sa, sizeof(sin)), ENOTSOCK);
+  EXPECT_FAILS_WITH(rshutdown(ep, SHUT_RDWR), ENOTSOCK);
+  EXPECT_FAILS_WITH(rgetpeername(ep, sa, &len), ENOTSOCK);
+  EXPECT_FAILS_WITH(rgetsockname(ep, sa, &len), ENOTSOCK);
+  EXPECT_FAILS_WITH(rsetsockopt(ep, SOL_SOCKET, SO_KEEPALIVE, &v, sizeof(v)), ENOTSOCK);
+  len = sizeof(v);
+  EXPECT_FAILS_WITH(rgetsockopt(ep, SOL_SOCKET, SO_KEEPALIVE, &v, &len), ENOTSOCK);
+  EXPECT_FAILS_WITH(rrecv(ep, &c, 1, MSG_DONTWAIT), ENOTSOCK);
+  EXPECT_FAILS_WITH(rsend(ep, &c, 1, 0), ENOTSOCK);
+  len = sizeof(sin);
+  EXPECT_FAILS_WITH(rrecvfrom(ep, &c, 1, MSG_DONTWAIT, sa, &len), ENOTSOCK);
+  EXPECT_FAILS_WITH(rsendto(ep, &c, 1, 0, sa, sizeof(sin)), ENOTSOCK);
+  EXPECT_FAILS_WITH(rreadv(ep, &iov, 1), ENOTSOCK);
+  EXPECT_FAILS_WITH(rwritev(ep, &iov, 1), ENOTSOCK);
+  EXPECT_FAILS_WITH(rreadv(ep, &iov, -1), EINVAL);
+  EXPECT_FAILS_WITH(rwritev(ep, nullptr, 1), EINVAL);
+  EXPECT_FAILS_WITH(rrecvmsg(ep, &msg, MSG_DONTWAIT), ENOTSOCK);
+  EXPECT_FAILS_WITH(rsendmsg(ep, &msg, 0), ENOTSOCK);
+  EXPECT_FAILS_WITH(rrecvmsg(ep, nullptr, 0), EFAULT);
+  EXPECT_FAILS_WITH(riomap(ep, &c, 1, PROT_WRITE, 0, -1), EINVAL);
+  EXPECT_FAILS_WITH(riounmap(ep, &c, 1), EINVAL);
+  errno = 0;
+  EXPECT_EQ(riowrite(ep, &c, 1, 0, 0), static_cast<size_t>(-1));
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(rfcntl(ep, F_GETFL), 0);
+  EXPECT_EQ(rfcntl(ep, F_SETFL, O_NONBLOCK), 0);
+  EXPECT_EQ(rfcntl(ep, F_GETFL), O_NONBLOCK);
+  EXPECT_NE(fcntl(ep, F_GETFL) & O_NONBLOCK, 0);  // the kernel fd's, too
+  pollfd p{ep, POLLIN, 0};
+  EXPECT_EQ(rpoll(&p, 1, 0), 0);  // an empty set: nothing to read
 }
 
 TEST_F(RepollTest, LevelTriggeredReportsWhileReadyWithTheDataUntouched) {
