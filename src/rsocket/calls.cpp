@@ -105,7 +105,7 @@ int close(int fd) {
   if (!f) return -EBADF;
   remove_file(fd);
   if (Socket* s = socket_of(f)) repoll_forget(s);
-  if (f->close()) delete f;
+  f->release(std::unique_ptr<File>(f));
   return 0;
 }
 

@@ -309,7 +309,7 @@ int DatagramSocket::shutdown(int how) {
 }
 
 // As rdma-core's ds_shutdown: stop the service, then wait for our sends.
-bool DatagramSocket::close() {
+void DatagramSocket::release(std::unique_ptr<File>) {
   {
     std::lock_guard lock(init_mutex_);
     if (in_service_) unwatch_udp(this);
@@ -317,7 +317,6 @@ bool DatagramSocket::close() {
   }
   readable_ = writable_ = false;
   if (endpoint_ && !qps_.empty()) process_cqs(false, &DatagramSocket::all_sends_done);
-  return true;
 }
 
 int DatagramSocket::peer_name(sockaddr* addr, socklen_t* len) {

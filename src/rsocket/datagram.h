@@ -47,7 +47,7 @@ class DatagramSocket final : public Socket {
   ssize_t recv_from(void* buf, size_t len, int flags, sockaddr* src, socklen_t* src_len) override;
   bool message_oriented() const override { return true; }
   int shutdown(int how) override;
-  bool close() override;
+  void release(std::unique_ptr<File> self) override;
   int peer_name(sockaddr* addr, socklen_t* len) override;
   int sock_name(sockaddr* addr, socklen_t* len) override;
   int set_option(int level, int name, const void* value, socklen_t len) override;

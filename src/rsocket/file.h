@@ -5,6 +5,8 @@
 // kernel's sock_from_file (socket_of in socket.h, repoll.cpp's set_of).
 #pragma once
 
+#include <memory>
+
 namespace rdmacm::rsocket {
 
 class File {
@@ -30,10 +32,11 @@ class File {
   virtual int wait_fd() = 0;
   virtual void consume_wakeup() = 0;
 
-  // rclose, once the fd has left the table and every repoll set. The
-  // caller deletes the file, unless this returned false: then it lingers
-  // and deletes itself.
-  virtual bool close() = 0;
+  // rclose, once the fd has left the table and every repoll set: the file
+  // takes its own ownership over (the kernel's release). It may keep itself
+  // a while (a stream lingering for its peer's close: service.cpp); if not,
+  // it is gone when this returns.
+  virtual void release(std::unique_ptr<File> self) = 0;
 
  protected:
   explicit File(Kind kind) : kind_(kind) {}

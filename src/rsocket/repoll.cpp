@@ -103,7 +103,7 @@ class EpollSet final : public File {
     fd_flags_ = flags;
     return 0;
   }
-  bool close() override;
+  void release(std::unique_ptr<File> self) override;
   // In rpoll: the kernel epoll fd it is (readable while something may be).
   short poll_state(short events) override {
     pollfd p{fd_, events, 0};
@@ -177,7 +177,7 @@ EpollSet* EpollSet::create(int flags, int* err) {
   return nullptr;
 }
 
-bool EpollSet::close() {
+void EpollSet::release(std::unique_ptr<File>) {
   {
     std::lock_guard lock(registry_mutex);
     std::erase(registry(), this);
@@ -185,7 +185,6 @@ bool EpollSet::close() {
   }
   ::close(fd_);  // the kernel set, and with it every registration
   ::close(pending_fd_);
-  return true;
 }
 
 void EpollSet::drop(Members::iterator it) {

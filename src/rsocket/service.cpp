@@ -2,7 +2,9 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -76,28 +78,29 @@ class Keepalive {
 
 }  // namespace
 
-// Closed sockets waiting for their peer's end (StreamSocket::close).
+// Closed sockets waiting for their peer's end (StreamSocket::release), owned
+// here until finished.
 class Lingerer {
  public:
-  bool add(StreamSocket* s) {
+  std::unique_ptr<StreamSocket> add(std::unique_ptr<StreamSocket> s) {
     std::lock_guard lock(mutex_);
     if (!started_) {
       try {
         std::thread([this] { run(); }).detach();
       } catch (const std::system_error&) {
-        return false;
+        return s;
       }
       started_ = true;
     }
-    waiting_.push_back({s, Clock::now() + std::chrono::seconds(2)});
+    waiting_.push_back({std::move(s), Clock::now() + std::chrono::seconds(2)});
     cv_.notify_all();
-    return true;
+    return nullptr;
   }
 
  private:
   using Clock = std::chrono::steady_clock;
   struct Entry {
-    StreamSocket* s;
+    std::unique_ptr<StreamSocket> s;
     Clock::time_point until;
   };
 
@@ -116,18 +119,19 @@ class Lingerer {
         } catch (...) {
         }
         if (!done && Clock::now() < e.until) {
-          still.push_back(e);
+          still.push_back(std::move(e));
           continue;
         }
         try {
           e.s->finish_close();
         } catch (...) {
         }
-        delete e.s;
+        e.s.reset();
       }
       if (!still.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
       lock.lock();
-      waiting_.insert(waiting_.end(), still.begin(), still.end());
+      waiting_.insert(waiting_.end(), std::make_move_iterator(still.begin()),
+                      std::make_move_iterator(still.end()));
     }
   }
 
@@ -146,9 +150,9 @@ Keepalive& keepalive() {
 
 }  // namespace
 
-bool linger_close(StreamSocket* s) {
+std::unique_ptr<StreamSocket> linger_close(std::unique_ptr<StreamSocket> s) {
   static auto* lingerer = new Lingerer;  // never destroyed, as the others
-  return lingerer->add(s);
+  return lingerer->add(std::move(s));
 }
 
 int watch(Watch which, StreamSocket* s) {

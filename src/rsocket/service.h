@@ -5,6 +5,8 @@
 // is freed, and once remove() returns the thread no longer touches it.
 #pragma once
 
+#include <memory>
+
 namespace rdmacm::rsocket {
 
 class StreamSocket;
@@ -17,8 +19,8 @@ int watch(Watch which, StreamSocket* s);
 void unwatch(Watch which, StreamSocket* s);
 
 // Takes a closed socket whose peer has not closed its end yet: waits for it
-// (at most a second), finishes the close and deletes the socket. false if
-// that cannot be done (no thread): the caller finishes at once.
-bool linger_close(StreamSocket* s);
+// (at most two seconds), finishes the close and deletes the socket. If that
+// cannot be done (no thread), returns it: the caller finishes at once.
+std::unique_ptr<StreamSocket> linger_close(std::unique_ptr<StreamSocket> s);
 
 }  // namespace rdmacm::rsocket

@@ -419,7 +419,7 @@ int StreamSocket::shutdown(int how) {
 // never waits on the peer. rdma-core disconnects at once, and a peer in rpoll
 // then sees POLLHUP before it has read the last data (rstream -T a fails on
 // it); its rclose waits without a bound for its sends to complete.
-bool StreamSocket::close() {
+void StreamSocket::release(std::unique_ptr<File> self) {
   if (in_service_) {
     unwatch(state_ == kListening ? Watch::listeners : Watch::connections, this);
     in_service_ = false;
@@ -428,14 +428,15 @@ bool StreamSocket::close() {
     unwatch(Watch::keepalive, this);
     keepalive_on_ = false;
   }
-  if (!(state_ & kConnected)) return true;
+  if (!(state_ & kConnected)) return;
   if (state_ & kWritable) {
     state_ &= ~kWritable;
     close_ctrl_ = state_ & kReadable ? wire::Ctrl::shutdown : wire::Ctrl::disconnect;
     close_ctrl_pending_ = send_ctrl(close_ctrl_, 0) == -ETIMEDOUT;
   }
-  if (!(state_ & kConnected)) return true;
-  return !linger_close(this);
+  if (!(state_ & kConnected)) return;
+  // If no lingerer takes it (no thread), it goes at once.
+  linger_close(std::unique_ptr<StreamSocket>(static_cast<StreamSocket*>(self.release())));
 }
 
 bool StreamSocket::linger_done() {

@@ -45,7 +45,7 @@ class StreamSocket final : public Socket {
   ssize_t recv(void* buf, size_t len, int flags) override;
   ssize_t send(const void* buf, size_t len, int flags) override;
   int shutdown(int how) override;
-  bool close() override;
+  void release(std::unique_ptr<File> self) override;
   int peer_name(sockaddr* addr, socklen_t* len) override;
   int sock_name(sockaddr* addr, socklen_t* len) override;
   int set_option(int level, int name, const void* value, socklen_t len) override;
