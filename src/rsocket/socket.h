@@ -33,21 +33,15 @@ class Socket : public File {
   // Returns the new socket's fd.
   virtual int accept(sockaddr*, socklen_t*) { return -EOPNOTSUPP; }
   virtual int connect(const sockaddr* addr, socklen_t len) = 0;
-  virtual ssize_t recv(void* buf, size_t len, int flags) = 0;
-  virtual ssize_t send(const void* buf, size_t len, int flags) = 0;
-  // With an address: a datagram socket's destination and source. A stream
-  // ignores dst, as TCP does, and names its peer as the source.
-  virtual ssize_t send_to(const void* buf, size_t len, int flags, const sockaddr*, socklen_t) {
-    return send(buf, len, flags);
-  }
-  virtual ssize_t recv_from(void* buf, size_t len, int flags, sockaddr* src, socklen_t* src_len) {
-    ssize_t n = recv(buf, len, flags);
-    if (n > 0 && src && src_len) peer_name(src, src_len);
-    return n;
-  }
-  // A datagram socket sends and receives whole messages: a vector of
-  // buffers is one message, not one per buffer.
-  virtual bool message_oriented() const { return false; }
+  // The primitives every send and receive call wraps (the kernel's sendmsg
+  // and recvmsg). msg_iov: the buffers, a stream's in turn, a datagram's one
+  // message (message.h). sendmsg's msg_name / msg_namelen: the destination
+  // (a datagram's; none: the connected peer; a stream ignores it, as TCP).
+  // recvmsg's: where the source goes and its room (none: not wanted); a
+  // datagram sets msg_namelen to its source's size, a stream, which has no
+  // source per message, to 0. msg_control and msg_flags are not looked at.
+  virtual ssize_t sendmsg(const msghdr& msg, int flags) = 0;
+  virtual ssize_t recvmsg(msghdr& msg, int flags) = 0;
   virtual int shutdown(int how) = 0;
   virtual int peer_name(sockaddr* addr, socklen_t* len) = 0;
   virtual int sock_name(sockaddr* addr, socklen_t* len) = 0;
@@ -60,8 +54,9 @@ class Socket : public File {
   virtual ssize_t iowrite(const void*, size_t, off_t, int) { return -EINVAL; }
 
   // repoll's EPOLLET: a send that found no room (-EAGAIN) makes the next
-  // room news (the kernel's SOCK_NOSPACE). calls.cpp passes every send's
-  // result through sent(); repoll takes the mark when it reports room.
+  // room news (the kernel's SOCK_NOSPACE). Every send call passes its result
+  // through sent() in one place (calls.cpp's send_on); repoll takes the mark
+  // when it reports room.
   ssize_t sent(ssize_t r) {
     if (r == -EAGAIN) send_blocked_.store(true, std::memory_order_relaxed);
     return r;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include "rsocket/message.h"
 #include "rsocket/protocol.h"
 #include "rsocket/socket.h"
 
@@ -42,8 +43,17 @@ class StreamSocket final : public Socket {
   int listen(int backlog) override;
   int accept(sockaddr* addr, socklen_t* len) override;
   int connect(const sockaddr* addr, socklen_t len) override;
-  ssize_t recv(void* buf, size_t len, int flags) override;
-  ssize_t send(const void* buf, size_t len, int flags) override;
+  // The buffers in turn; after the first, only what is already there (or
+  // room for: rdma-core fills only the first).
+  ssize_t sendmsg(const msghdr& msg, int flags) override {
+    return in_turn(msg, [&](const iovec& b, bool) { return send(b.iov_base, b.iov_len, flags); });
+  }
+  ssize_t recvmsg(msghdr& msg, int flags) override {
+    msg.msg_namelen = 0;  // no source per message, as TCP's
+    return in_turn(msg, [&](const iovec& b, bool first) {
+      return recv(b.iov_base, b.iov_len, first ? flags : flags | MSG_DONTWAIT);
+    });
+  }
   int shutdown(int how) override;
   void release(std::unique_ptr<File> self) override;
   int peer_name(sockaddr* addr, socklen_t* len) override;
@@ -80,7 +90,9 @@ class StreamSocket final : public Socket {
   void save_conn_data(const wire::ConnData& in);
   bool set_nonblocking(bool on);
 
-  // stream_io.cpp: the data path.
+  // stream_io.cpp: the data path; send and recv take one buffer.
+  ssize_t recv(void* buf, size_t len, int flags);
+  ssize_t send(const void* buf, size_t len, int flags);
   using Test = bool (StreamSocket::*)() const;
   int post_recv();
   int post_message(uint32_t imm);
