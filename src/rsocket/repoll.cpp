@@ -11,7 +11,7 @@
 // looks at the socket's state only when that fd fired, when the socket was
 // just added or modified, when it was ready at the last look (level-
 // triggered), when any socket's state changed behind the set's back
-// (signal_pollers rings a doorbell every set holds) and, as rpoll's safety
+// (the state-change broadcast, state_change.h, which every set holds) and, as rpoll's safety
 // net, every wake_up_interval while asleep. So a wait costs the fds that
 // fired plus the rsockets ready at the last look, never a scan of the set.
 //
@@ -22,9 +22,9 @@
 //
 // Locks: registry_mutex (the list of sets, for rclose) before a set's mutex,
 // before the socket locks poll_state / wait_fd / consume_wakeup take. Nothing
-// under a socket lock comes back here except repoll_signal, which takes no
-// lock. A set's mutex is never held asleep: repoll_wait sleeps in
-// epoll_wait without it, so repoll_ctl from another thread goes ahead.
+// under a socket lock comes back here. A set's mutex is never held asleep:
+// repoll_wait sleeps in epoll_wait without it, so repoll_ctl from another
+// thread goes ahead.
 #include "rsocket/repoll.h"
 
 #include <fcntl.h>
@@ -45,6 +45,7 @@
 #include "rsocket/config.h"
 #include "rsocket/kernel_fds.h"
 #include "rsocket/socket.h"
+#include "rsocket/state_change.h"
 #include "rsocket/table.h"
 #include "rsocket/waiting.h"
 
@@ -55,7 +56,7 @@ namespace {
 // generation (a stale event of a deleted member does not match), the top
 // bit telling an rsocket's wake fd from an ordinary fd.
 constexpr uint64_t kPendingTag = ~0ull;
-constexpr uint64_t kDoorbellTag = ~0ull - 1;
+constexpr uint64_t kStateChangeTag = ~0ull - 1;
 constexpr uint64_t kRsocketBit = 1ull << 63;
 constexpr uint32_t kGenMask = 0x7fffffff;
 constexpr int kBatch = 64;  // kernel events taken per epoll_wait
@@ -66,13 +67,6 @@ constexpr uint32_t kExclusiveOk =
 uint64_t tag(int fd, uint32_t gen, bool rsocket) {
   return (rsocket ? kRsocketBit : 0) | (static_cast<uint64_t>(gen & kGenMask) << 32) |
          static_cast<uint32_t>(fd);
-}
-
-// Rung by repoll_signal, never read: each set holds it edge-triggered, so
-// every write reaches every set once.
-int doorbell() {
-  static const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  return fd;
 }
 
 bool fd_open(int fd) { return fd >= 0 && fcntl(fd, F_GETFD) >= 0; }
@@ -157,11 +151,14 @@ EpollSet* EpollSet::create(int flags, int* err) {
   auto* set = new EpollSet;
   set->fd_ = kernel_epoll(flags);
   set->pending_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  int bell_fd = state_change_subscribe();
   epoll_event pending{EPOLLIN, {.u64 = kPendingTag}};
-  epoll_event bell{EPOLLIN | EPOLLET, {.u64 = kDoorbellTag}};
-  if (set->fd_ < 0 || set->pending_fd_ < 0 || doorbell() < 0 ||
-      epoll_ctl(set->fd_, EPOLL_CTL_ADD, set->pending_fd_, &pending) ||
-      epoll_ctl(set->fd_, EPOLL_CTL_ADD, doorbell(), &bell)) {
+  epoll_event bell{EPOLLIN | EPOLLET, {.u64 = kStateChangeTag}};
+  if (bell_fd < 0) {
+    *err = bell_fd;
+  } else if (set->fd_ < 0 || set->pending_fd_ < 0 ||
+             epoll_ctl(set->fd_, EPOLL_CTL_ADD, set->pending_fd_, &pending) ||
+             epoll_ctl(set->fd_, EPOLL_CTL_ADD, bell_fd, &bell)) {
     *err = -errno;
   } else if (!insert_file(set->fd_, set)) {
     *err = -ENOMEM;
@@ -171,6 +168,7 @@ EpollSet* EpollSet::create(int flags, int* err) {
     ++live_sets;
     return set;
   }
+  if (bell_fd >= 0) state_change_unsubscribe();
   if (set->fd_ >= 0) ::close(set->fd_);
   if (set->pending_fd_ >= 0) ::close(set->pending_fd_);
   delete set;
@@ -185,6 +183,7 @@ void EpollSet::release(std::unique_ptr<File>) {
   }
   ::close(fd_);  // the kernel set, and with it every registration
   ::close(pending_fd_);
+  state_change_unsubscribe();
 }
 
 void EpollSet::drop(Members::iterator it) {
@@ -324,7 +323,7 @@ int EpollSet::take_kernel(const epoll_event* kev, int n, epoll_event* out) {
   for (int i = 0; i < n; ++i) {
     uint64_t t = kev[i].data.u64;
     if (t == kPendingTag) continue;  // update_pending's business
-    if (t == kDoorbellTag) {  // a state change: reported as one if it made something new
+    if (t == kStateChangeTag) {  // reported as one if it made something new
       queue_all();
       continue;
     }
@@ -479,14 +478,6 @@ void repoll_forget(Socket* s) {
   if (!live_sets.load(std::memory_order_acquire)) return;
   std::lock_guard lock(registry_mutex);
   for (EpollSet* set : registry()) set->forget(s);
-}
-
-void repoll_signal() {
-  if (!live_sets.load(std::memory_order_acquire)) return;
-  uint64_t c = 1;
-  if (::write(doorbell(), &c, sizeof(c)) < 0) {
-    // Full after 2^64 rings: every set has long been woken.
-  }
 }
 
 }  // namespace rdmacm::rsocket

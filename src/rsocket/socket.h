@@ -75,8 +75,4 @@ inline Socket* socket_of(File* f) {
   return f && f->kind() == File::Kind::socket ? static_cast<Socket*>(f) : nullptr;
 }
 
-// Wakes every thread sleeping in rpoll/rselect to re-check its sockets (a
-// socket's state changed behind their back: see poll.cpp).
-void signal_pollers();
-
 }  // namespace rdmacm::rsocket

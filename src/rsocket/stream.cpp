@@ -15,6 +15,7 @@
 #include "core/cm.h"
 #include "rsocket/config.h"
 #include "rsocket/service.h"
+#include "rsocket/state_change.h"
 #include "rsocket/table.h"
 #include "rsocket/waiting.h"
 
@@ -496,7 +497,7 @@ void StreamSocket::handle_cm_event() {
     state_ = kDisconnected;
     core::flush_qp(id_);
   }
-  if (!(state_ & kOpening)) signal_pollers();
+  if (!(state_ & kOpening)) announce_state_change();
 }
 
 }  // namespace rdmacm::rsocket

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "fixture.h"
+#include "rsocket/state_change.h"
 
 namespace rdmacm::testing {
 namespace {
@@ -131,6 +132,40 @@ TEST_F(RepollTest, SocketCallsOnASetAnswerAsOnAKernelEpollFd) {
   EXPECT_NE(fcntl(ep, F_GETFL) & O_NONBLOCK, 0);  // the kernel fd's, too
   pollfd p{ep, POLLIN, 0};
   EXPECT_EQ(rpoll(&p, 1, 0), 0);  // an empty set: nothing to read
+}
+
+// One broadcast for rpoll's sleepers and repoll's sets: a set's hold makes
+// every announcement a write (an edge for each set); sleepers are woken once
+// a round, and the last one out empties it.
+TEST(StateChange, OneBroadcastForSleepersAndSets) {
+  using namespace rdmacm::rsocket;
+  auto readable = [](int fd) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) == 1;
+  };
+  int a = sleep_begin();
+  ASSERT_GE(a, 0);
+  sleep_end(false);  // the last one out: empty
+  EXPECT_FALSE(readable(a));
+  announce_state_change();  // nobody listens: nothing written
+  EXPECT_FALSE(readable(a));
+
+  int fd = state_change_subscribe();  // a set
+  ASSERT_EQ(fd, a);
+  announce_state_change();
+  EXPECT_TRUE(readable(fd));
+
+  EXPECT_EQ(sleep_begin(), fd);
+  EXPECT_EQ(sleep_begin(), fd);
+  announce_state_change();                // a round of wake-ups begins
+  EXPECT_EQ(sleep_begin(), -EAGAIN);      // re-check first
+  sleep_end(true);
+  EXPECT_TRUE(readable(fd));              // the other sleeper has yet to wake
+  sleep_end(true);                        // the last: the round ends
+  EXPECT_FALSE(readable(fd));
+  EXPECT_EQ(sleep_begin(), fd);
+  sleep_end(false);
+  state_change_unsubscribe();
 }
 
 TEST_F(RepollTest, LevelTriggeredReportsWhileReadyWithTheDataUntouched) {
