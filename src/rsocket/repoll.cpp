@@ -5,15 +5,16 @@
 // as a file of the wing that is not a socket (file.h), so that rclose(epfd)
 // frees it and the socket calls answer ENOTSOCK. Ordinary fds go into the
 // kernel set as they are: the kernel keeps their readiness, edge-triggering
-// and one-shot. An rsocket's readiness is its state (the poll_state rpoll reads);
-// the kernel set holds, edge-triggered, the fd that wakes it (its CQ's
-// channel, its CM channel, a listener's accept queue: wait_fd), and the set
-// looks at the socket's state only when that fd fired, when the socket was
-// just added or modified, when it was ready at the last look (level-
-// triggered), when any socket's state changed behind the set's back
-// (the state-change broadcast, state_change.h, which every set holds) and, as rpoll's safety
-// net, every wake_up_interval while asleep. So a wait costs the fds that
-// fired plus the rsockets ready at the last look, never a scan of the set.
+// and one-shot. An rsocket's readiness is its state (the poll_state rpoll
+// reads); the kernel set holds, edge-triggered, the fd that wakes it (its
+// CQ's channel, its CM channel, a listener's accept queue: wait_fd), and the
+// set looks at the socket's state only when that fd fired, when the socket
+// was just added or modified, when it was ready at the last look (level-
+// triggered), when any socket's state changed behind the set's back (the
+// state-change broadcast every set holds: state_change.h) and, as rpoll's
+// safety net, every wake_up_interval while asleep. So a wait costs the fds
+// that fired plus the rsockets ready at the last look, never a scan of the
+// set.
 //
 // Rsockets: level-triggered ones are reported while ready; edge-triggered
 // (EPOLLET) ones when their readiness is news (see news()); EPOLLONESHOT

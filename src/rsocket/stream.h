@@ -43,8 +43,9 @@ class StreamSocket final : public Socket {
   int listen(int backlog) override;
   int accept(sockaddr* addr, socklen_t* len) override;
   int connect(const sockaddr* addr, socklen_t len) override;
-  // The buffers in turn; after the first, only what is already there (or
-  // room for: rdma-core fills only the first).
+  // The buffers in turn, until one is not taken whole; a receive fills the
+  // ones after the first only with what is already there (rdma-core's
+  // rrecvv fills only the first).
   ssize_t sendmsg(const msghdr& msg, int flags) override {
     return in_turn(msg, [&](const iovec& b, bool) { return send(b.iov_base, b.iov_len, flags); });
   }
