@@ -49,7 +49,7 @@ DatagramSocket* DatagramSocket::create(int domain, int* err) {
     delete s;
     return nullptr;
   }
-  if (!insert_socket(s->fd_, s)) {
+  if (!insert_file(s->fd_, s)) {
     *err = -ENOMEM;
     delete s;
     return nullptr;
@@ -59,7 +59,7 @@ DatagramSocket* DatagramSocket::create(int domain, int* err) {
 
 DatagramSocket::~DatagramSocket() {
   if (in_service_) unwatch_udp(this);
-  if (fd_ >= 0 && find_socket(fd_) == this) remove_socket(fd_);
+  if (fd_ >= 0 && find_socket(fd_) == this) remove_file(fd_);
   // Address handles before the QPs' ids (and with them the PD's users) go.
   for (auto& [addr, dest] : dests_)
     if (dest->ah) ibv_destroy_ah(dest->ah);
@@ -252,7 +252,7 @@ int DatagramSocket::shutdown(int how) {
 }
 
 // As rdma-core 44's ds_shutdown: stop the service, then wait for our sends.
-bool DatagramSocket::close() {
+void DatagramSocket::release(std::unique_ptr<File>) {
   {
     std::lock_guard lock(init_mutex_);
     if (in_service_) unwatch_udp(this);
@@ -260,7 +260,6 @@ bool DatagramSocket::close() {
   }
   readable_ = writable_ = false;
   if (endpoint_ && !qps_.empty()) wait(&DatagramSocket::all_sends_done, false);
-  return true;
 }
 
 int DatagramSocket::peer_name(sockaddr* addr, socklen_t* len) {

@@ -28,6 +28,7 @@
 
 #include "rsocket/completion_wait.h"
 #include "rsocket/datagram_header.h"
+#include "rsocket/message.h"
 #include "rsocket/protocol.h"
 #include "rsocket/sizes.h"
 #include "rsocket/socket.h"
@@ -41,19 +42,22 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
   ~DatagramSocket() override;
 
   int bind(const sockaddr* addr, socklen_t len) override;
-  int listen(int) override { return -EOPNOTSUPP; }
-  int accept(sockaddr*, socklen_t*) override { return -EOPNOTSUPP; }
   int connect(const sockaddr* addr, socklen_t len) override;
-  ssize_t recv(void* buf, size_t len, int flags) override {
-    return recv_from(buf, len, flags, nullptr, nullptr);
+  // The buffers as one message.
+  ssize_t sendmsg(const msghdr& msg, int flags) override {
+    return send_as_one(msg, [&](const void* buf, size_t len) {
+      return send_to(buf, len, flags, static_cast<const sockaddr*>(msg.msg_name), msg.msg_namelen);
+    });
   }
-  ssize_t send(const void* buf, size_t len, int flags) override;
-  ssize_t send_to(const void* buf, size_t len, int flags, const sockaddr* dst,
-                  socklen_t dst_len) override;
-  ssize_t recv_from(void* buf, size_t len, int flags, sockaddr* src, socklen_t* src_len) override;
-  bool message_oriented() const override { return true; }
+  ssize_t recvmsg(msghdr& msg, int flags) override {
+    auto* src = static_cast<sockaddr*>(msg.msg_name);
+    socklen_t* src_len = src || msg.msg_namelen ? &msg.msg_namelen : nullptr;
+    return recv_as_one(msg, [&](void* buf, size_t len) {
+      return recv_from(buf, len, flags, src, src_len);
+    });
+  }
   int shutdown(int how) override;
-  bool close() override;
+  void release(std::unique_ptr<File> self) override;
   int peer_name(sockaddr* addr, socklen_t* len) override;
   int sock_name(sockaddr* addr, socklen_t* len) override;
   int set_option(int level, int name, const void* value, socklen_t len) override;
@@ -105,6 +109,12 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
   }
 
   DatagramSocket() = default;
+
+  // One buffer: to the connected peer, to dst (none: the connected peer),
+  // from anyone (the source in src if src_len is given).
+  ssize_t send(const void* buf, size_t len, int flags);
+  ssize_t send_to(const void* buf, size_t len, int flags, const sockaddr* dst, socklen_t dst_len);
+  ssize_t recv_from(void* buf, size_t len, int flags, sockaddr* src, socklen_t* src_len);
 
   // datagram.cpp: endpoints, destinations, sending.
   int init_endpoint();  // first bind/connect/sendto: sizes, send slots, the UDP service

@@ -5,89 +5,33 @@
 //
 // A socket's state may change behind a sleeping thread (the CM service sees
 // a disconnect, another thread takes the completion that woke both): every
-// sleeper also watches one eventfd, and whoever changes a watched socket's
-// state, or returns from a sleep with something found, wakes them all so that
-// each re-checks before sleeping again (suspend / pollers below).
+// sleeper also watches the state-change broadcast (state_change.h), which
+// whoever changes a socket's state announces, and whoever returns from a
+// sleep rings, so that each re-checks before sleeping again.
 #include "rsocket/poll.h"
 
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <mutex>
-#include <sched.h>
 #include <vector>
 
 #include "rsocket/config.h"
-#include "rsocket/repoll.h"
-#include "rsocket/socket.h"
+#include "rsocket/file.h"
+#include "rsocket/state_change.h"
 #include "rsocket/table.h"
 #include "rsocket/waiting.h"
 
 namespace rdmacm::rsocket {
 namespace {
 
-std::mutex mutex;
-int signal_fd = -1;  // under mutex: made on first use
-unsigned pollers = 0;
-bool suspended = false;
-
-int signal_fd_get() {
-  std::lock_guard lock(mutex);
-  if (signal_fd < 0) signal_fd = eventfd(0, EFD_NONBLOCK | EFD_SEMAPHORE | EFD_CLOEXEC);
-  return signal_fd < 0 ? -errno : signal_fd;
-}
-
-// false: a wake-up is in progress, re-check first.
-bool enter() {
-  std::unique_lock lock(mutex);
-  if (suspended) {
-    lock.unlock();
-    sched_yield();
-    return false;
-  }
-  ++pollers;
-  return true;
-}
-
-void drain_one() {
-  uint64_t c;
-  if (::read(signal_fd, &c, sizeof(c)) < 0) {
-    // Nothing to take: another thread took it.
-  }
-}
-
-void leave_after_error() {
-  std::lock_guard lock(mutex);
-  if (!--pollers) {
-    drain_one();
-    suspended = false;
-  }
-}
-
-// After a sleep: the last one out clears the signal; anyone else makes sure
-// the others wake to re-check.
-void leave() {
-  std::lock_guard lock(mutex);
-  if (!--pollers) {
-    drain_one();
-    suspended = false;
-  } else if (!suspended) {
-    suspended = true;
-    uint64_t c = 1;
-    if (::write(signal_fd, &c, sizeof(c)) < 0) {
-    }
-  }
-}
-
 // Every socket's and fd's readiness now, without sleeping.
 int check(pollfd* fds, nfds_t nfds) {
   int n = 0;
   for (nfds_t i = 0; i < nfds; ++i) {
-    if (Socket* s = find_socket(fds[i].fd))
-      fds[i].revents = s->poll_state(fds[i].events);
+    if (File* f = find_file(fds[i].fd))
+      fds[i].revents = f->poll_state(fds[i].events);
     else
       ::poll(&fds[i], 1, 0);
     if (fds[i].revents) ++n;
@@ -97,17 +41,6 @@ int check(pollfd* fds, nfds_t nfds) {
 
 }  // namespace
 
-void signal_pollers() {
-  repoll_signal();
-  std::lock_guard lock(mutex);
-  if (pollers && !suspended && signal_fd >= 0) {
-    suspended = true;
-    uint64_t c = 1;
-    if (::write(signal_fd, &c, sizeof(c)) < 0) {
-    }
-  }
-}
-
 int poll(pollfd* fds, nfds_t nfds, int timeout) {
   if (!fds && nfds) return -EFAULT;
   uint64_t start = now_us();
@@ -116,49 +49,49 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
     if (n || !timeout) return n;
     if (now_us() - start > config().polling_time) break;
   }
-  int sig = signal_fd_get();
-  if (sig < 0) return sig;
   std::vector<pollfd> rfds(nfds + 1);
-  rfds[nfds] = {sig, POLLIN, 0};
   for (;;) {
     // Arm, then look: a completion after the arming wakes the sleep, one
     // before it is seen by the look (the other order lost a reply that came
     // in between until wake_up_interval: memcslap stalled on it).
     for (nfds_t i = 0; i < nfds; ++i) {
-      if (Socket* s = find_socket(fds[i].fd)) {
-        int wake = s->wait_fd();
-        if (s->poll_state(fds[i].events)) return check(fds, nfds);
+      if (File* f = find_file(fds[i].fd)) {
+        int wake = f->wait_fd();
+        if (f->poll_state(fds[i].events)) return check(fds, nfds);
         rfds[i] = {wake, POLLIN, 0};
       } else {
         rfds[i] = {fds[i].fd, fds[i].events, 0};
       }
     }
-    if (!enter()) continue;
+    int sig = sleep_begin();
+    if (sig == -EAGAIN) continue;
+    if (sig < 0) return sig;
+    rfds[nfds] = {sig, POLLIN, 0};
     int sleep_ms = config().wake_up_interval;
     if (timeout >= 0) {
       int left = timeout - static_cast<int>((now_us() - start) / 1000);
       if (left <= 0) {
-        leave_after_error();
+        sleep_end(false);
         return 0;
       }
       sleep_ms = std::min(left, sleep_ms);
     }
     if (::poll(rfds.data(), nfds + 1, sleep_ms) < 0) {
       int err = errno;
-      leave_after_error();
+      sleep_end(false);
       return -err;
     }
     int n = 0;
     for (nfds_t i = 0; i < nfds; ++i) {
-      if (Socket* s = find_socket(fds[i].fd)) {
-        if (rfds[i].revents) s->consume_wakeup();
-        fds[i].revents = s->poll_state(fds[i].events);
+      if (File* f = find_file(fds[i].fd)) {
+        if (rfds[i].revents) f->consume_wakeup();
+        fds[i].revents = f->poll_state(fds[i].events);
       } else {
         fds[i].revents = rfds[i].revents;
       }
       if (fds[i].revents) ++n;
     }
-    leave();
+    sleep_end(true);
     if (n) return n;
   }
 }

@@ -1,18 +1,20 @@
 // repoll: epoll(7) over rsockets and ordinary fds.
 //
 // A set is a real kernel epoll fd (the epfd the application gets, so it can
-// nest it in poll, select or another epoll set), registered in the rsocket
-// table so that rclose(epfd) frees it. Ordinary fds go into the kernel set
-// as they are: the kernel keeps their readiness, edge-triggering and
-// one-shot. An rsocket's readiness is its state (the poll_state rpoll reads);
-// the kernel set holds, edge-triggered, the fd that wakes it (its CQ's
-// channel, its CM channel, a listener's accept queue: wait_fd), and the set
-// looks at the socket's state only when that fd fired, when the socket was
-// just added or modified, when it was ready at the last look (level-
-// triggered), when any socket's state changed behind the set's back
-// (signal_pollers rings a doorbell every set holds) and, as rpoll's safety
-// net, every wake_up_interval while asleep. So a wait costs the fds that
-// fired plus the rsockets ready at the last look, never a scan of the set.
+// nest it in poll, select or another epoll set), registered in the fd table
+// as a file of the wing that is not a socket (file.h), so that rclose(epfd)
+// frees it and the socket calls answer ENOTSOCK. Ordinary fds go into the
+// kernel set as they are: the kernel keeps their readiness, edge-triggering
+// and one-shot. An rsocket's readiness is its state (the poll_state rpoll
+// reads); the kernel set holds, edge-triggered, the fd that wakes it (its
+// CQ's channel, its CM channel, a listener's accept queue: wait_fd), and the
+// set looks at the socket's state only when that fd fired, when the socket
+// was just added or modified, when it was ready at the last look (level-
+// triggered), when any socket's state changed behind the set's back (the
+// state-change broadcast every set holds: state_change.h) and, as rpoll's
+// safety net, every wake_up_interval while asleep. So a wait costs the fds
+// that fired plus the rsockets ready at the last look, never a scan of the
+// set.
 //
 // Rsockets: level-triggered ones are reported while ready; edge-triggered
 // (EPOLLET) ones when their readiness is news (see news()); EPOLLONESHOT
@@ -21,9 +23,9 @@
 //
 // Locks: registry_mutex (the list of sets, for rclose) before a set's mutex,
 // before the socket locks poll_state / wait_fd / consume_wakeup take. Nothing
-// under a socket lock comes back here except repoll_signal, which takes no
-// lock. A set's mutex is never held asleep: repoll_wait sleeps in
-// epoll_wait without it, so repoll_ctl from another thread goes ahead.
+// under a socket lock comes back here. A set's mutex is never held asleep:
+// repoll_wait sleeps in epoll_wait without it, so repoll_ctl from another
+// thread goes ahead.
 #include "rsocket/repoll.h"
 
 #include <fcntl.h>
@@ -44,6 +46,7 @@
 #include "rsocket/config.h"
 #include "rsocket/kernel_fds.h"
 #include "rsocket/socket.h"
+#include "rsocket/state_change.h"
 #include "rsocket/table.h"
 #include "rsocket/waiting.h"
 
@@ -54,7 +57,7 @@ namespace {
 // generation (a stale event of a deleted member does not match), the top
 // bit telling an rsocket's wake fd from an ordinary fd.
 constexpr uint64_t kPendingTag = ~0ull;
-constexpr uint64_t kDoorbellTag = ~0ull - 1;
+constexpr uint64_t kStateChangeTag = ~0ull - 1;
 constexpr uint64_t kRsocketBit = 1ull << 63;
 constexpr uint32_t kGenMask = 0x7fffffff;
 constexpr int kBatch = 64;  // kernel events taken per epoll_wait
@@ -65,13 +68,6 @@ constexpr uint32_t kExclusiveOk =
 uint64_t tag(int fd, uint32_t gen, bool rsocket) {
   return (rsocket ? kRsocketBit : 0) | (static_cast<uint64_t>(gen & kGenMask) << 32) |
          static_cast<uint32_t>(fd);
-}
-
-// Rung by repoll_signal, never read: each set holds it edge-triggered, so
-// every write reaches every set once.
-int doorbell() {
-  static const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  return fd;
 }
 
 bool fd_open(int fd) { return fd >= 0 && fcntl(fd, F_GETFD) >= 0; }
@@ -89,7 +85,7 @@ std::vector<EpollSet*>& registry() {
 }
 std::atomic<int> live_sets{0};
 
-class EpollSet final : public Socket {
+class EpollSet final : public File {
  public:
   static EpollSet* create(int flags, int* err);
 
@@ -97,24 +93,12 @@ class EpollSet final : public Socket {
   int wait(epoll_event* out, int max, int timeout);
   void forget(Socket* s);
 
-  // Not a socket: the socket calls answer as they would on a kernel epoll fd.
-  int bind(const sockaddr*, socklen_t) override { return -ENOTSOCK; }
-  int listen(int) override { return -ENOTSOCK; }
-  int accept(sockaddr*, socklen_t*) override { return -ENOTSOCK; }
-  int connect(const sockaddr*, socklen_t) override { return -ENOTSOCK; }
-  ssize_t recv(void*, size_t, int) override { return -ENOTSOCK; }
-  ssize_t send(const void*, size_t, int) override { return -ENOTSOCK; }
-  int shutdown(int) override { return -ENOTSOCK; }
-  int peer_name(sockaddr*, socklen_t*) override { return -ENOTSOCK; }
-  int sock_name(sockaddr*, socklen_t*) override { return -ENOTSOCK; }
-  int set_option(int, int, const void*, socklen_t) override { return -ENOTSOCK; }
-  int get_option(int, int, void*, socklen_t*) override { return -ENOTSOCK; }
   int set_flags(int flags) override {
     if (fcntl(fd_, F_SETFL, flags) < 0) return -errno;
     fd_flags_ = flags;
     return 0;
   }
-  bool close() override;
+  void release(std::unique_ptr<File> self) override;
   // In rpoll: the kernel epoll fd it is (readable while something may be).
   short poll_state(short events) override {
     pollfd p{fd_, events, 0};
@@ -140,7 +124,7 @@ class EpollSet final : public Socket {
   };
   using Members = std::unordered_map<int, Member>;
 
-  EpollSet() = default;
+  EpollSet() : File(Kind::epoll) {}
   int control_kernel(int op, int fd, const epoll_event* ev, Members::iterator it);
   int control_socket(int op, int fd, Socket* s, const epoll_event* ev, Members::iterator it);
   void drop(Members::iterator it);
@@ -168,13 +152,16 @@ EpollSet* EpollSet::create(int flags, int* err) {
   auto* set = new EpollSet;
   set->fd_ = kernel_epoll(flags);
   set->pending_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  int bell_fd = state_change_subscribe();
   epoll_event pending{EPOLLIN, {.u64 = kPendingTag}};
-  epoll_event bell{EPOLLIN | EPOLLET, {.u64 = kDoorbellTag}};
-  if (set->fd_ < 0 || set->pending_fd_ < 0 || doorbell() < 0 ||
-      epoll_ctl(set->fd_, EPOLL_CTL_ADD, set->pending_fd_, &pending) ||
-      epoll_ctl(set->fd_, EPOLL_CTL_ADD, doorbell(), &bell)) {
+  epoll_event bell{EPOLLIN | EPOLLET, {.u64 = kStateChangeTag}};
+  if (bell_fd < 0) {
+    *err = bell_fd;
+  } else if (set->fd_ < 0 || set->pending_fd_ < 0 ||
+             epoll_ctl(set->fd_, EPOLL_CTL_ADD, set->pending_fd_, &pending) ||
+             epoll_ctl(set->fd_, EPOLL_CTL_ADD, bell_fd, &bell)) {
     *err = -errno;
-  } else if (!insert_socket(set->fd_, set)) {
+  } else if (!insert_file(set->fd_, set)) {
     *err = -ENOMEM;
   } else {
     std::lock_guard lock(registry_mutex);
@@ -182,22 +169,22 @@ EpollSet* EpollSet::create(int flags, int* err) {
     ++live_sets;
     return set;
   }
+  if (bell_fd >= 0) state_change_unsubscribe();
   if (set->fd_ >= 0) ::close(set->fd_);
   if (set->pending_fd_ >= 0) ::close(set->pending_fd_);
   delete set;
   return nullptr;
 }
 
-bool EpollSet::close() {
+void EpollSet::release(std::unique_ptr<File>) {
   {
     std::lock_guard lock(registry_mutex);
     std::erase(registry(), this);
     --live_sets;
   }
-  remove_socket(fd_);
   ::close(fd_);  // the kernel set, and with it every registration
   ::close(pending_fd_);
-  return true;
+  state_change_unsubscribe();
 }
 
 void EpollSet::drop(Members::iterator it) {
@@ -216,8 +203,7 @@ void EpollSet::forget(Socket* s) {
 }
 
 int EpollSet::control(int op, int fd, const epoll_event* ev) {
-  Socket* s = find_socket(fd);
-  if (dynamic_cast<EpollSet*>(s)) s = nullptr;  // a set nests as the kernel fd it is
+  Socket* s = find_socket(fd);  // a set nests as the kernel fd it is
   std::lock_guard lock(mutex_);
   auto it = members_.find(fd);
   // A member whose fd was closed without EPOLL_CTL_DEL, its number now
@@ -338,7 +324,7 @@ int EpollSet::take_kernel(const epoll_event* kev, int n, epoll_event* out) {
   for (int i = 0; i < n; ++i) {
     uint64_t t = kev[i].data.u64;
     if (t == kPendingTag) continue;  // update_pending's business
-    if (t == kDoorbellTag) {  // a state change: reported as one if it made something new
+    if (t == kStateChangeTag) {  // reported as one if it made something new
       queue_all();
       continue;
     }
@@ -445,11 +431,16 @@ int EpollSet::wait(epoll_event* out, int max, int timeout) {
   }
 }
 
+// The set behind a file, if it is one (the kernel's is_file_epoll).
+EpollSet* set_of(File* f) {
+  return f && f->kind() == File::Kind::epoll ? static_cast<EpollSet*>(f) : nullptr;
+}
+
 // epfd's set, or the error epoll_ctl/epoll_wait give for such an epfd.
 int find_set(int epfd, EpollSet** set) {
-  Socket* s = find_socket(epfd);
-  if (!s) return fd_open(epfd) ? -EINVAL : -EBADF;
-  *set = dynamic_cast<EpollSet*>(s);
+  File* f = find_file(epfd);
+  if (!f) return fd_open(epfd) ? -EINVAL : -EBADF;
+  *set = set_of(f);
   return *set ? 0 : -EINVAL;
 }
 
@@ -466,8 +457,8 @@ int repoll_create(int flags) {
 // In the kernel's order: the event's address, the fds, then the rest.
 int repoll_ctl(int epfd, int op, int fd, epoll_event* event) {
   if (op != EPOLL_CTL_DEL && !event) return -EFAULT;
-  if (!find_socket(epfd) && !fd_open(epfd)) return -EBADF;
-  if (!find_socket(fd) && !fd_open(fd)) return -EBADF;
+  if (!find_file(epfd) && !fd_open(epfd)) return -EBADF;
+  if (!find_file(fd) && !fd_open(fd)) return -EBADF;
   EpollSet* set;
   if (int err = find_set(epfd, &set)) return err;
   if (fd == epfd) return -EINVAL;
@@ -487,16 +478,7 @@ int repoll_wait(int epfd, epoll_event* events, int maxevents, int timeout) {
 void repoll_forget(Socket* s) {
   if (!live_sets.load(std::memory_order_acquire)) return;
   std::lock_guard lock(registry_mutex);
-  for (EpollSet* set : registry())
-    if (set != s) set->forget(s);
-}
-
-void repoll_signal() {
-  if (!live_sets.load(std::memory_order_acquire)) return;
-  uint64_t c = 1;
-  if (::write(doorbell(), &c, sizeof(c)) < 0) {
-    // Full after 2^64 rings: every set has long been woken.
-  }
+  for (EpollSet* set : registry()) set->forget(s);
 }
 
 }  // namespace rdmacm::rsocket

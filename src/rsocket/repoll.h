@@ -16,8 +16,5 @@ int repoll_wait(int epfd, epoll_event* events, int maxevents, int timeout);
 // rclose: the socket leaves every set it is in (as close(2) takes an fd out
 // of kernel epoll sets), before its fds close. Takes no socket lock.
 void repoll_forget(Socket* s);
-// A socket's state changed behind the sets' back (signal_pollers): every
-// set looks at its rsockets again. Lock-free, callable under any lock.
-void repoll_signal();
 
 }  // namespace rdmacm::rsocket

@@ -1,7 +1,8 @@
-// An rsocket: what every r* call finds behind its fd. One interface, with
-// the stream (RC) implementation in stream*.cpp and the datagram (UD) one in
-// datagram*.cpp; calls a socket type does not
-// support answer as rdma-core's do.
+// An rsocket: the file (file.h) behind most fds of the wing, with the socket
+// operations (the kernel's proto_ops). One interface, with the stream (RC)
+// implementation in stream*.cpp and the datagram (UD) one in datagram*.cpp;
+// what a type does not support has a named default here, answering as
+// rdma-core's does (the kernel's sock_no_*).
 //
 // Every call returns >= 0 or -errno (never throws across the C boundary:
 // api/rsockets.cpp converts). Locks, in the order they may be taken:
@@ -20,40 +21,28 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "rsocket/file.h"
+
 namespace rdmacm::rsocket {
 
-class Socket {
+class Socket : public File {
  public:
-  virtual ~Socket() = default;
-
-  // The fd the application knows this socket by.
-  int fd() const { return fd_; }
-
   virtual int bind(const sockaddr* addr, socklen_t len) = 0;
-  virtual int listen(int backlog) = 0;
+  // Not a listening kind (sock_no_listen / sock_no_accept).
+  virtual int listen(int) { return -EOPNOTSUPP; }
   // Returns the new socket's fd.
-  virtual int accept(sockaddr* addr, socklen_t* len) = 0;
+  virtual int accept(sockaddr*, socklen_t*) { return -EOPNOTSUPP; }
   virtual int connect(const sockaddr* addr, socklen_t len) = 0;
-  virtual ssize_t recv(void* buf, size_t len, int flags) = 0;
-  virtual ssize_t send(const void* buf, size_t len, int flags) = 0;
-  // With an address: a datagram socket's destination and source. A stream
-  // ignores dst, as TCP does, and names its peer as the source.
-  virtual ssize_t send_to(const void* buf, size_t len, int flags, const sockaddr*, socklen_t) {
-    return send(buf, len, flags);
-  }
-  virtual ssize_t recv_from(void* buf, size_t len, int flags, sockaddr* src, socklen_t* src_len) {
-    ssize_t n = recv(buf, len, flags);
-    if (n > 0 && src && src_len) peer_name(src, src_len);
-    return n;
-  }
-  // A datagram socket sends and receives whole messages: a vector of
-  // buffers is one message, not one per buffer.
-  virtual bool message_oriented() const { return false; }
+  // The primitives every send and receive call wraps (the kernel's sendmsg
+  // and recvmsg). msg_iov: the buffers, a stream's in turn, a datagram's one
+  // message (message.h). sendmsg's msg_name / msg_namelen: the destination
+  // (a datagram's; none: the connected peer; a stream ignores it, as TCP).
+  // recvmsg's: where the source goes and its room (none: not wanted); a
+  // datagram sets msg_namelen to its source's size, a stream, which has no
+  // source per message, to 0. msg_control and msg_flags are not looked at.
+  virtual ssize_t sendmsg(const msghdr& msg, int flags) = 0;
+  virtual ssize_t recvmsg(msghdr& msg, int flags) = 0;
   virtual int shutdown(int how) = 0;
-  // Tears the connection down (rclose). The socket is gone from the fd table
-  // when this returns; the caller deletes it, unless it returned false: then
-  // it lingers and deletes itself.
-  virtual bool close() = 0;
   virtual int peer_name(sockaddr* addr, socklen_t* len) = 0;
   virtual int sock_name(sockaddr* addr, socklen_t* len) = 0;
   virtual int set_option(int level, int name, const void* value, socklen_t len) = 0;
@@ -63,19 +52,11 @@ class Socket {
   virtual off_t iomap(void*, size_t, int, int, off_t) { return -EINVAL; }
   virtual int iounmap(void*, size_t) { return -EINVAL; }
   virtual ssize_t iowrite(const void*, size_t, off_t, int) { return -EINVAL; }
-  int flags() const { return fd_flags_; }
-  virtual int set_flags(int flags) = 0;
-
-  // rpoll's view. poll_state answers events ready now, after processing
-  // what completed (never sleeping); wait_fd is the fd to sleep on when
-  // nothing is (armed first); consume_wakeup is called when that fd fired.
-  virtual short poll_state(short events) = 0;
-  virtual int wait_fd() = 0;
-  virtual void consume_wakeup() = 0;
 
   // repoll's EPOLLET: a send that found no room (-EAGAIN) makes the next
-  // room news (the kernel's SOCK_NOSPACE). calls.cpp passes every send's
-  // result through sent(); repoll takes the mark when it reports room.
+  // room news (the kernel's SOCK_NOSPACE). Every send call passes its result
+  // through sent() in one place (calls.cpp's send_on); repoll takes the mark
+  // when it reports room.
   ssize_t sent(ssize_t r) {
     if (r == -EAGAIN) send_blocked_.store(true, std::memory_order_relaxed);
     return r;
@@ -83,15 +64,15 @@ class Socket {
   bool take_send_blocked() { return send_blocked_.exchange(false, std::memory_order_relaxed); }
 
  protected:
-  int fd_ = -1;
-  int fd_flags_ = 0;
+  Socket() : File(Kind::socket) {}
 
  private:
   std::atomic<bool> send_blocked_{false};
 };
 
-// Wakes every thread sleeping in rpoll/rselect to re-check its sockets (a
-// socket's state changed behind their back: see poll.cpp).
-void signal_pollers();
+// The socket behind a file, if it is one (the kernel's sock_from_file).
+inline Socket* socket_of(File* f) {
+  return f && f->kind() == File::Kind::socket ? static_cast<Socket*>(f) : nullptr;
+}
 
 }  // namespace rdmacm::rsocket

@@ -16,6 +16,7 @@
 #include "rsocket/config.h"
 #include "rsocket/queue_pair.h"
 #include "rsocket/stream_service.h"
+#include "rsocket/state_change.h"
 #include "rsocket/table.h"
 #include "rsocket/waiting.h"
 
@@ -67,7 +68,7 @@ StreamSocket* StreamSocket::create(int domain, int* err) {
   }
   s->id_->route.addr.src_addr.sa_family = static_cast<sa_family_t>(domain);
   s->fd_ = s->id_->channel->fd;
-  if (!insert_socket(s->fd_, s)) {
+  if (!insert_file(s->fd_, s)) {
     *err = -ENOMEM;
     delete s;
     return nullptr;
@@ -76,7 +77,7 @@ StreamSocket* StreamSocket::create(int domain, int* err) {
 }
 
 StreamSocket::~StreamSocket() {
-  if (fd_ >= 0 && find_socket(fd_) == this) remove_socket(fd_);
+  if (fd_ >= 0 && find_socket(fd_) == this) remove_file(fd_);
   release_mappings();
   if (smr_) ibv_dereg_mr(smr_);
   if (rmr_) ibv_dereg_mr(rmr_);
@@ -128,7 +129,7 @@ void StreamSocket::accept_requests() {
     if (ok) {
       s->id_ = cm_id;
       s->fd_ = cm_id->channel->fd;
-      ok = insert_socket(s->fd_, s) && !s->create_endpoint();
+      ok = insert_file(s->fd_, s) && !s->create_endpoint();
     }
     if (!ok) {
       core::reject(cm_id, nullptr, 0, false);
@@ -381,8 +382,7 @@ int StreamSocket::shutdown(int how) {
 // never waits on the peer. rdma-core 44 disconnects at once, and a peer in rpoll
 // then sees POLLHUP before it has read the last data (rstream -T a fails on
 // it); its rclose waits without a bound for its sends to complete.
-bool StreamSocket::close() {
-  remove_socket(fd_);
+void StreamSocket::release(std::unique_ptr<File> self) {
   if (in_service_) {
     unwatch(state_ == kListening ? Watch::listeners : Watch::connections, this);
     in_service_ = false;
@@ -391,15 +391,16 @@ bool StreamSocket::close() {
     unwatch(Watch::keepalive, this);
     keepalive_on_ = false;
   }
-  if (!(state_ & kConnected)) return true;
+  if (!(state_ & kConnected)) return;
   if (state_ & kWritable) {
     state_ &= ~kWritable;
     close_ctrl_ = state_ & kReadable ? wire::Ctrl::shutdown : wire::Ctrl::disconnect;
     close_ctrl_pending_ = send_ctrl(close_ctrl_, 0) == -ETIMEDOUT;
   }
-  if (!(state_ & kConnected)) return true;
+  if (!(state_ & kConnected)) return;
   linger_until_us_ = now_us() + kLingerMs * 1000ull;
-  return !linger_close(this);
+  // If no lingerer takes it (no thread), it goes at once.
+  linger_close(std::unique_ptr<StreamSocket>(static_cast<StreamSocket*>(self.release())));
 }
 
 bool StreamSocket::linger_done() {
@@ -459,7 +460,7 @@ void StreamSocket::handle_cm_event() {
     state_ = kDisconnected;
     core::flush_qp(id_);
   }
-  if (!(state_ & kOpening)) signal_pollers();
+  if (!(state_ & kOpening)) announce_state_change();
 }
 
 }  // namespace rdmacm::rsocket

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "rsocket/completion_wait.h"
+#include "rsocket/message.h"
 #include "rsocket/protocol.h"
 #include "rsocket/sizes.h"
 #include "rsocket/socket.h"
@@ -44,10 +45,20 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   int listen(int backlog) override;
   int accept(sockaddr* addr, socklen_t* len) override;
   int connect(const sockaddr* addr, socklen_t len) override;
-  ssize_t recv(void* buf, size_t len, int flags) override;
-  ssize_t send(const void* buf, size_t len, int flags) override;
+  // The buffers in turn, until one is not taken whole; a receive fills the
+  // ones after the first only with what is already there (rdma-core's
+  // rrecvv fills only the first).
+  ssize_t sendmsg(const msghdr& msg, int flags) override {
+    return in_turn(msg, [&](const iovec& b, bool) { return send(b.iov_base, b.iov_len, flags); });
+  }
+  ssize_t recvmsg(msghdr& msg, int flags) override {
+    msg.msg_namelen = 0;  // no source per message, as TCP's
+    return in_turn(msg, [&](const iovec& b, bool first) {
+      return recv(b.iov_base, b.iov_len, first ? flags : flags | MSG_DONTWAIT);
+    });
+  }
   int shutdown(int how) override;
-  bool close() override;
+  void release(std::unique_ptr<File> self) override;
   int peer_name(sockaddr* addr, socklen_t* len) override;
   int sock_name(sockaddr* addr, socklen_t* len) override;
   int set_option(int level, int name, const void* value, socklen_t len) override;
@@ -87,7 +98,9 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   void save_conn_data(const wire::ConnData& in);
   bool set_nonblocking(bool on);
 
-  // stream_io.cpp: the data path.
+  // stream_io.cpp: the data path; send and recv take one buffer.
+  ssize_t recv(void* buf, size_t len, int flags);
+  ssize_t send(const void* buf, size_t len, int flags);
   friend class CompletionWait<StreamSocket>;
   int reap();
   void arm();

@@ -41,7 +41,11 @@ Service& lingerer() {
 
 }  // namespace
 
-bool linger_close(StreamSocket* s) { return !lingerer().schedule(s, kLinger, Clock::now()); }
+std::unique_ptr<StreamSocket> linger_close(std::unique_ptr<StreamSocket> s) {
+  if (lingerer().schedule(s.get(), kLinger, Clock::now())) return s;
+  s.release();  // the lingerer's now: its timer deletes it
+  return nullptr;
+}
 
 int watch(Watch which, StreamSocket* s) {
   switch (which) {

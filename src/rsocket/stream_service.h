@@ -7,6 +7,8 @@
 // service no longer touches it.
 #pragma once
 
+#include <memory>
+
 namespace rdmacm::rsocket {
 
 class StreamSocket;
@@ -21,9 +23,9 @@ void unwatch(Watch which, StreamSocket* s);
 
 // Takes a closed socket whose peer has not closed its end yet: looks every
 // few milliseconds until it has or kLingerMs have passed, then finishes the
-// close and deletes the socket. false if that cannot be done (no thread):
-// the caller finishes at once.
+// close and deletes the socket. Hands it back if that cannot be done (no
+// thread): it goes at once.
 constexpr int kLingerMs = 2000;
-bool linger_close(StreamSocket* s);
+std::unique_ptr<StreamSocket> linger_close(std::unique_ptr<StreamSocket> s);
 
 }  // namespace rdmacm::rsocket

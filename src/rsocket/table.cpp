@@ -4,6 +4,8 @@
 #include <mutex>
 #include <new>
 
+#include "rsocket/socket.h"
+
 namespace rdmacm::rsocket {
 namespace {
 
@@ -12,20 +14,22 @@ constexpr int kPageSize = 1 << kPageBits;
 constexpr int kPages = 1 << 12;  // fds below 4M
 
 struct Page {
-  std::atomic<Socket*> slot[kPageSize];
+  std::atomic<File*> slot[kPageSize];
 };
 constinit std::atomic<Page*> pages[kPages] = {};
 std::mutex grow;
 
 }  // namespace
 
-Socket* find_socket(int fd) {
+File* find_file(int fd) {
   if (fd < 0 || fd >= kPages * kPageSize) return nullptr;
   Page* page = pages[fd >> kPageBits].load(std::memory_order_acquire);
   return page ? page->slot[fd & (kPageSize - 1)].load(std::memory_order_acquire) : nullptr;
 }
 
-bool insert_socket(int fd, Socket* s) {
+Socket* find_socket(int fd) { return socket_of(find_file(fd)); }
+
+bool insert_file(int fd, File* f) {
   if (fd < 0 || fd >= kPages * kPageSize) return false;
   std::atomic<Page*>& slot = pages[fd >> kPageBits];
   Page* page = slot.load(std::memory_order_acquire);
@@ -38,11 +42,11 @@ bool insert_socket(int fd, Socket* s) {
       slot.store(page, std::memory_order_release);
     }
   }
-  page->slot[fd & (kPageSize - 1)].store(s, std::memory_order_release);
+  page->slot[fd & (kPageSize - 1)].store(f, std::memory_order_release);
   return true;
 }
 
-void remove_socket(int fd) {
+void remove_file(int fd) {
   if (fd < 0 || fd >= kPages * kPageSize) return;
   if (Page* page = pages[fd >> kPageBits].load(std::memory_order_acquire))
     page->slot[fd & (kPageSize - 1)].store(nullptr, std::memory_order_release);

@@ -3,10 +3,12 @@
 // them their CM id): epoll(7)'s semantics, and every misuse's errno.
 // Connected rsockets are tests/rxe/repoll_test.cpp's.
 #include <rdma/rsocket.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -16,6 +18,7 @@
 #include <thread>
 
 #include "fixture.h"
+#include "rsocket/state_change.h"
 
 namespace rdmacm::testing {
 namespace {
@@ -79,6 +82,90 @@ TEST_F(RepollTest, CreateTakesEpollCreate1sFlagsOnly) {
   EXPECT_FAILS_WITH(rrecv(ep, &c, 1, 0), ENOTSOCK);
   EXPECT_FAILS_WITH(rsend(ep, &c, 1, 0), ENOTSOCK);
   EXPECT_FAILS_WITH(rlisten(ep, 1), ENOTSOCK);
+}
+
+// A set is a file of the wing but not a socket: every socket call answers
+// as on a kernel epoll fd (ENOTSOCK), the riomap calls as rdma-core's do on
+// a socket without them (EINVAL); a bad vector is EINVAL first, as
+// rwritev/rreadv check it before the socket. rfcntl and rpoll see the fd.
+TEST_F(RepollTest, SocketCallsOnASetAnswerAsOnAKernelEpollFd) {
+  char c = 0;
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  auto* sa = reinterpret_cast<sockaddr*>(&sin);
+  socklen_t len = sizeof(sin);
+  int v = 1;
+  iovec iov{&c, 1};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  EXPECT_FAILS_WITH(rbind(ep, sa, sizeof(sin)), ENOTSOCK);
+  EXPECT_FAILS_WITH(rlisten(ep, 1), ENOTSOCK);
+  EXPECT_FAILS_WITH(raccept(ep, nullptr, nullptr), ENOTSOCK);
+  EXPECT_FAILS_WITH(rconnect(ep, sa, sizeof(sin)), ENOTSOCK);
+  EXPECT_FAILS_WITH(rshutdown(ep, SHUT_RDWR), ENOTSOCK);
+  EXPECT_FAILS_WITH(rgetpeername(ep, sa, &len), ENOTSOCK);
+  EXPECT_FAILS_WITH(rgetsockname(ep, sa, &len), ENOTSOCK);
+  EXPECT_FAILS_WITH(rsetsockopt(ep, SOL_SOCKET, SO_KEEPALIVE, &v, sizeof(v)), ENOTSOCK);
+  len = sizeof(v);
+  EXPECT_FAILS_WITH(rgetsockopt(ep, SOL_SOCKET, SO_KEEPALIVE, &v, &len), ENOTSOCK);
+  EXPECT_FAILS_WITH(rrecv(ep, &c, 1, MSG_DONTWAIT), ENOTSOCK);
+  EXPECT_FAILS_WITH(rsend(ep, &c, 1, 0), ENOTSOCK);
+  len = sizeof(sin);
+  EXPECT_FAILS_WITH(rrecvfrom(ep, &c, 1, MSG_DONTWAIT, sa, &len), ENOTSOCK);
+  EXPECT_FAILS_WITH(rsendto(ep, &c, 1, 0, sa, sizeof(sin)), ENOTSOCK);
+  EXPECT_FAILS_WITH(rreadv(ep, &iov, 1), ENOTSOCK);
+  EXPECT_FAILS_WITH(rwritev(ep, &iov, 1), ENOTSOCK);
+  EXPECT_FAILS_WITH(rreadv(ep, &iov, -1), EINVAL);
+  EXPECT_FAILS_WITH(rwritev(ep, nullptr, 1), EINVAL);
+  EXPECT_FAILS_WITH(rrecvmsg(ep, &msg, MSG_DONTWAIT), ENOTSOCK);
+  EXPECT_FAILS_WITH(rsendmsg(ep, &msg, 0), ENOTSOCK);
+  EXPECT_FAILS_WITH(rrecvmsg(ep, nullptr, 0), EFAULT);
+  EXPECT_FAILS_WITH(riomap(ep, &c, 1, PROT_WRITE, 0, -1), EINVAL);
+  EXPECT_FAILS_WITH(riounmap(ep, &c, 1), EINVAL);
+  errno = 0;
+  EXPECT_EQ(riowrite(ep, &c, 1, 0, 0), static_cast<size_t>(-1));
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(rfcntl(ep, F_GETFL), 0);
+  EXPECT_EQ(rfcntl(ep, F_SETFL, O_NONBLOCK), 0);
+  EXPECT_EQ(rfcntl(ep, F_GETFL), O_NONBLOCK);
+  EXPECT_NE(fcntl(ep, F_GETFL) & O_NONBLOCK, 0);  // the kernel fd's, too
+  pollfd p{ep, POLLIN, 0};
+  EXPECT_EQ(rpoll(&p, 1, 0), 0);  // an empty set: nothing to read
+}
+
+// One broadcast for rpoll's sleepers and repoll's sets: a set's hold makes
+// every announcement a write (an edge for each set); sleepers are woken once
+// a round, and the last one out empties it.
+TEST(StateChange, OneBroadcastForSleepersAndSets) {
+  using namespace rdmacm::rsocket;
+  auto readable = [](int fd) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) == 1;
+  };
+  int a = sleep_begin();
+  ASSERT_GE(a, 0);
+  sleep_end(false);  // the last one out: empty
+  EXPECT_FALSE(readable(a));
+  announce_state_change();  // nobody listens: nothing written
+  EXPECT_FALSE(readable(a));
+
+  int fd = state_change_subscribe();  // a set
+  ASSERT_EQ(fd, a);
+  announce_state_change();
+  EXPECT_TRUE(readable(fd));
+
+  EXPECT_EQ(sleep_begin(), fd);
+  EXPECT_EQ(sleep_begin(), fd);
+  announce_state_change();                // a round of wake-ups begins
+  EXPECT_EQ(sleep_begin(), -EAGAIN);      // re-check first
+  sleep_end(true);
+  EXPECT_TRUE(readable(fd));              // the other sleeper has yet to wake
+  sleep_end(true);                        // the last: the round ends
+  EXPECT_FALSE(readable(fd));
+  EXPECT_EQ(sleep_begin(), fd);
+  sleep_end(false);
+  state_change_unsubscribe();
 }
 
 TEST_F(RepollTest, LevelTriggeredReportsWhileReadyWithTheDataUntouched) {

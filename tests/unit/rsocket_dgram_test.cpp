@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <rdma/rsocket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 
 #include <atomic>
@@ -101,6 +102,45 @@ TEST_F(RsocketDgramTest, BoundReceive) {
   EXPECT_ERRNO(rrecvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT, nullptr, &len), EFAULT);
   pollfd p{fd, POLLIN, 0};
   EXPECT_EQ(rpoll(&p, 1, 0), 0);
+}
+
+// A vector is one datagram: gathered (at most 64 KiB), its buffers checked
+// as the one-buffer calls check theirs.
+TEST_F(RsocketDgramTest, VectorsAreOneMessage) {
+  static char big[40000];
+  iovec two[2] = {{buf, 8}, {buf, 8}};
+  EXPECT_ERRNO(rwritev(fd, two, 2), EDESTADDRREQ);
+  iovec huge[2] = {{big, sizeof(big)}, {big, sizeof(big)}};
+  EXPECT_ERRNO(rwritev(fd, huge, 2), EMSGSIZE);
+  iovec hole[2] = {{buf, 8}, {nullptr, 8}};
+  EXPECT_ERRNO(rwritev(fd, hole, 2), EFAULT);
+  msghdr msg{};
+  msg.msg_iov = two;
+  msg.msg_iovlen = 2;
+  EXPECT_ERRNO(rsendmsg(fd, &msg, 0), EDESTADDRREQ);
+  EXPECT_ERRNO(rrecvmsg(fd, &msg, MSG_DONTWAIT), EINVAL);  // never bound
+  EXPECT_ERRNO(rreadv(fd, two, 2), EINVAL);
+}
+
+TEST_F(RsocketDgramTest, BoundReceiveOfAVectorAndASource) {
+  sockaddr_in a = loopback(0);
+  ASSERT_EQ(rbind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0) << strerror(errno);
+  iovec two[2] = {{buf, 8}, {buf + 8, 8}};
+  msghdr msg{};
+  msg.msg_iov = two;
+  msg.msg_iovlen = 2;
+  EXPECT_ERRNO(rrecvmsg(fd, &msg, MSG_DONTWAIT), EWOULDBLOCK);
+  sockaddr_in from{};
+  msg.msg_name = &from;
+  msg.msg_namelen = sizeof(from);
+  EXPECT_ERRNO(rrecvmsg(fd, &msg, MSG_DONTWAIT), EWOULDBLOCK);
+  EXPECT_EQ(msg.msg_namelen, sizeof(from));
+  msg.msg_name = nullptr;  // a length without a name: no name wanted
+  EXPECT_ERRNO(rrecvmsg(fd, &msg, MSG_DONTWAIT), EWOULDBLOCK);
+  socklen_t len = sizeof(from);
+  EXPECT_ERRNO(rrecvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &len),
+               EWOULDBLOCK);
+  EXPECT_EQ(len, sizeof(from));
 }
 
 TEST_F(RsocketDgramTest, StreamOnlyCalls) {

@@ -118,6 +118,49 @@ TEST_F(RsocketTest, AStreamSocketBeforeItConnects) {
   EXPECT_FAILS_WITH(rclose(s), EBADF);
 }
 
+// Every send and receive call is the socket's sendmsg / recvmsg: a stream
+// takes the buffers in turn, so a vector answers as the one-buffer calls do,
+// except that empty buffers are skipped (a vector of nothing moves nothing).
+TEST_F(RsocketTest, StreamVectorCallsBeforeItConnects) {
+  int s = ::rsocket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(s, 0) << strerror(errno);
+  char a[4] = {}, b[4] = {};
+  iovec two[2] = {{a, sizeof(a)}, {b, sizeof(b)}};
+  iovec empty[2] = {{a, 0}, {nullptr, 0}};
+  EXPECT_FAILS_WITH(rwritev(s, two, 2), ENOTCONN);
+  EXPECT_FAILS_WITH(rreadv(s, two, 2), ENOTCONN);
+  EXPECT_EQ(rwritev(s, empty, 2), 0);
+  EXPECT_EQ(rreadv(s, empty, 2), 0);
+  EXPECT_EQ(rwritev(s, two, 0), 0);
+  EXPECT_FAILS_WITH(rwritev(s, two, -1), EINVAL);
+  EXPECT_FAILS_WITH(rreadv(s, nullptr, 1), EINVAL);
+  msghdr msg{};
+  msg.msg_iov = two;
+  msg.msg_iovlen = 2;
+  EXPECT_FAILS_WITH(rsendmsg(s, &msg, 0), ENOTCONN);
+  EXPECT_FAILS_WITH(rrecvmsg(s, &msg, 0), ENOTCONN);
+  EXPECT_FAILS_WITH(rsendmsg(s, nullptr, 0), EFAULT);
+  EXPECT_FAILS_WITH(rrecvmsg(s, nullptr, 0), EFAULT);
+  int control = 0;
+  msg.msg_control = &control;
+  msg.msg_controllen = sizeof(control);
+  EXPECT_FAILS_WITH(rsendmsg(s, &msg, 0), ENOTSUP);
+  EXPECT_FAILS_WITH(rrecvmsg(s, &msg, 0), ENOTSUP);
+  // No data: the source is left as it was.
+  sockaddr_in from{};
+  from.sin_port = 7;
+  socklen_t len = sizeof(from);
+  EXPECT_FAILS_WITH(rrecvfrom(s, a, sizeof(a), 0, reinterpret_cast<sockaddr*>(&from), &len),
+                    ENOTCONN);
+  EXPECT_EQ(len, sizeof(from));
+  EXPECT_EQ(from.sin_port, 7);
+  EXPECT_FAILS_WITH(rrecvfrom(s, a, sizeof(a), 0, nullptr, &len), ENOTCONN);
+  sockaddr_in to = ipv4("127.0.0.1", 1);
+  EXPECT_FAILS_WITH(rsendto(s, a, sizeof(a), 0, reinterpret_cast<sockaddr*>(&to), sizeof(to)),
+                    ENOTCONN);
+  EXPECT_EQ(rclose(s), 0);
+}
+
 TEST_F(RsocketTest, OptionsCheckTheirValues) {
   int s = ::rsocket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(s, 0);

@@ -1,0 +1,92 @@
+// The state-change broadcast (state_change.h). rpoll's sleepers count
+// themselves in (sleepers), so that an announcement is written once per
+// round of wake-ups while only they listen: the first wake-up of a round
+// suspends further writes, and the last sleeper out empties the fd and ends
+// the round. While repoll sets hold the broadcast, every announcement is
+// written (a set needs an edge for each).
+#include "rsocket/state_change.h"
+
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <mutex>
+
+namespace rdmacm::rsocket {
+namespace {
+
+std::mutex mutex;
+unsigned sleepers = 0;   // under mutex
+bool suspended = false;  // under mutex: a round of wake-ups is going on
+std::atomic<int> subscribers{0};
+
+int broadcast_fd() {
+  static const int fd = [] {
+    int f = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return f < 0 ? -errno : f;
+  }();
+  return fd;
+}
+
+void ring() {
+  uint64_t c = 1;
+  if (::write(broadcast_fd(), &c, sizeof(c)) < 0) {
+    // Full after 2^64 rings: every listener has long been woken.
+  }
+}
+
+void empty() {
+  uint64_t c;
+  if (::read(broadcast_fd(), &c, sizeof(c)) < 0) {
+    // Already empty.
+  }
+}
+
+}  // namespace
+
+void announce_state_change() {
+  if (broadcast_fd() < 0) return;
+  std::lock_guard lock(mutex);
+  bool write = subscribers.load(std::memory_order_acquire) > 0;
+  if (sleepers && !suspended) suspended = write = true;
+  if (write) ring();
+}
+
+int state_change_subscribe() {
+  int fd = broadcast_fd();
+  if (fd >= 0) subscribers.fetch_add(1, std::memory_order_acq_rel);
+  return fd;
+}
+
+void state_change_unsubscribe() { subscribers.fetch_sub(1, std::memory_order_acq_rel); }
+
+int sleep_begin() {
+  int fd = broadcast_fd();
+  if (fd < 0) return fd;
+  std::unique_lock lock(mutex);
+  if (suspended) {
+    lock.unlock();
+    sched_yield();
+    return -EAGAIN;
+  }
+  ++sleepers;
+  return fd;
+}
+
+// The last one out empties the fd and ends the round; anyone else who slept
+// makes sure the others wake to re-check.
+void sleep_end(bool slept) {
+  std::lock_guard lock(mutex);
+  if (!--sleepers) {
+    empty();
+    suspended = false;
+  } else if (slept && !suspended) {
+    suspended = true;
+    ring();
+  }
+}
+
+}  // namespace rdmacm::rsocket
