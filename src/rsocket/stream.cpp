@@ -1,5 +1,6 @@
-// Stream rsockets: creation, the connection handshake (both sides), shutdown
-// and close, names and flags. The data path is stream_io.cpp's.
+// Stream rsockets: creation, bind, listen, accept and connect (the
+// handshake's steps are stream_connect.cpp's), shutdown and close, names and
+// flags. The data path is stream_io.cpp's, the QP's traffic stream_queue.cpp's.
 #include "rsocket/stream.h"
 
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 
 #include "core/cm.h"
 #include "rsocket/config.h"
+#include "rsocket/kernel_fds.h"
 #include "rsocket/queue_pair.h"
 #include "rsocket/stream_service.h"
 #include "rsocket/state_change.h"
@@ -22,27 +24,6 @@
 
 namespace rdmacm::rsocket {
 namespace {
-
-constexpr int kConnRetries = 6;
-constexpr uint16_t kQpMinSize = 16;
-
-int set_fd_nonblocking(int fd, bool on) {
-  int flags = fcntl(fd, F_GETFL);
-  if (flags < 0) return -errno;
-  flags = on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK;
-  return fcntl(fd, F_SETFL, flags) ? -errno : 0;
-}
-
-ibv_mr* register_buffer(rdma_cm_id* id, void* addr, size_t len, bool remote_write) {
-  int access = IBV_ACCESS_LOCAL_WRITE | (remote_write ? IBV_ACCESS_REMOTE_WRITE : 0);
-  return ibv_reg_mr(id->pd, addr, len, access);
-}
-
-// Where our connection data starts in the private data: after the IB CM
-// header on AF_IB ids.
-size_t conn_data_offset(const rdma_cm_id* id) {
-  return id->route.addr.src_addr.sa_family == AF_IB ? wire::kIbConnectHeaderSize : 0;
-}
 
 void copy_addr(sockaddr* dst, const sockaddr* src, socklen_t* len) {
   socklen_t size = src->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
@@ -184,156 +165,6 @@ int StreamSocket::connect(const sockaddr* addr, socklen_t len) {
   if (err == -EINPROGRESS && !in_service_ && !watch(Watch::connections, this))
     in_service_ = true;
   return err;
-}
-
-// One step of the active side's handshake: resolve the address, the route,
-// connect, and read the peer's connection data. A non-blocking socket leaves
-// each step pending (EINPROGRESS) and the CM service (or the application's
-// next call) comes back here when the step's event arrives.
-int StreamSocket::advance_connect() {
-  std::lock_guard lock(connect_mutex_);
-  int err = 0;
-  switch (state_) {
-    case kInit:
-    case kBound:
-    resolve_addr:
-      err = core::resolve_addr(id_, nullptr, &id_->route.addr.dst_addr, 1000 << retries_++);
-      if (!err) goto resolve_route;
-      if (err == -EAGAIN) state_ = kResolvingAddr;
-      break;
-    case kResolvingAddr:
-      if ((err = core::complete_pending(id_))) {
-        if (err == -ETIMEDOUT && retries_ <= kConnRetries) goto resolve_addr;
-        break;
-      }
-      retries_ = 0;
-    resolve_route:
-      if (!route_.empty()) {
-        err = core::set_option(id_, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, route_.data(),
-                               route_.size());
-        route_.clear();
-        if (!err) {
-          state_ = kResolvingRoute;
-          goto route_resolving;
-        }
-      } else {
-        err = core::resolve_route(id_, 1000 << retries_++);
-        if (!err) goto do_connect;
-      }
-      if (err == -EAGAIN) state_ = kResolvingRoute;
-      break;
-    case kResolvingRoute:
-    route_resolving:
-      if ((err = core::complete_pending(id_))) {
-        if (err == -ETIMEDOUT && retries_ <= kConnRetries) goto resolve_route;
-        break;
-      }
-    do_connect: {
-      if ((err = create_endpoint())) break;
-      wire::ConnData data;
-      format_conn_data(&data);
-      size_t offset = conn_data_offset(id_);  // the kernel fills the IB CM header
-      uint8_t buf[wire::kIbConnectHeaderSize + sizeof(wire::ConnData)] = {};
-      std::memcpy(buf + offset, &data, sizeof(data));
-      rdma_conn_param param{};
-      param.private_data = buf;
-      param.private_data_len = static_cast<uint8_t>(offset + sizeof(data));
-      param.flow_control = 1;
-      param.retry_count = 7;
-      param.rnr_retry_count = 7;
-      retries_ = 0;
-      err = core::connect(id_, &param);
-      if (!err) goto connected;
-      if (err == -EAGAIN) state_ = kConnecting;
-      break;
-    }
-    case kConnecting:
-      if ((err = core::complete_pending(id_))) break;
-    connected: {
-      const rdma_conn_param& resp = id_->event->param.conn;
-      wire::ConnData cresp{};
-      if (!resp.private_data || resp.private_data_len < sizeof(cresp)) {
-        err = -ENOTSUP;
-        break;
-      }
-      std::memcpy(&cresp, resp.private_data, sizeof(cresp));
-      if (cresp.version != wire::kVersion) {
-        err = -ENOTSUP;
-        break;
-      }
-      save_conn_data(cresp);
-      state_ = kConnectedRdWr;
-      break;
-    }
-    case kAccepting:
-      if (!(fd_flags_ & O_NONBLOCK)) set_fd_nonblocking(id_->channel->fd, true);
-      if ((err = core::complete_pending(id_))) break;
-      state_ = kConnectedRdWr;
-      break;
-    case kConnectError:
-    case kDisconnected:
-    case kError:
-      return -ENOTCONN;
-    default:
-      return (state_ & kConnected) ? 0 : -EINVAL;
-  }
-  if (err == -EAGAIN) return -EINPROGRESS;
-  if (err) {
-    state_ = kConnectError;
-    err_ = -err;
-  }
-  return err;
-}
-
-int StreamSocket::create_endpoint() {
-  sizes_.fit_queues(core::max_qp_wr(id_), kQpMinSize);
-  // iWARP has no RDMA write with immediate data; rdma-core 44 then sends each
-  // message as an inline send, which we do not do yet.
-  if (id_->verbs->device->transport_type == IBV_TRANSPORT_IWARP) return -ENOTSUP;
-  QueuePairShape shape{IBV_QPT_RC, 2, 1, static_cast<bool>(fd_flags_ & O_NONBLOCK), this};
-  if (int err = create_queue_pair(id_, shape, &sizes_)) return err;
-
-  rmsg_.assign(sizes_.rq_size + 1u, 0);
-  size_t sbuf_total = sizes_.sbuf_size;
-  if (sizes_.sq_inline < wire::kMaxCtrlMessage) sbuf_total += wire::kMaxCtrlMessage * wire::kCtrlMessages;
-  size_t target_len = sizeof(wire::Sge) * wire::kTargetSglSize +
-                      sizeof(wire::IomapEntry) * target_iomap_size_;
-  sbuf_ = static_cast<uint8_t*>(forksafe_alloc(sbuf_total));
-  rbuf_ = static_cast<uint8_t*>(forksafe_alloc(sizes_.rbuf_size));
-  target_sgl_ = static_cast<wire::Sge*>(forksafe_alloc(target_len));
-  if (!sbuf_ || !rbuf_ || !target_sgl_) return -ENOMEM;
-  smr_ = register_buffer(id_, sbuf_, sbuf_total, false);
-  rmr_ = register_buffer(id_, rbuf_, sizes_.rbuf_size, true);
-  target_mr_ = register_buffer(id_, target_sgl_, target_len, true);
-  if (!smr_ || !rmr_ || !target_mr_) return errno ? -errno : -ENOMEM;
-
-  ssgl_[0].addr = ssgl_[1].addr = reinterpret_cast<uintptr_t>(sbuf_);
-  ssgl_[0].lkey = ssgl_[1].lkey = smr_->lkey;
-  sbuf_bytes_avail_ = static_cast<int>(sizes_.sbuf_size);
-  rbuf_free_offset_ = static_cast<int>(sizes_.rbuf_size >> 1);
-  rbuf_bytes_avail_ = static_cast<int>(sizes_.rbuf_size >> 1);
-  sqe_avail_ = sizes_.sq_size - static_cast<int>(ctrl_max_seqno_);
-  rseq_comp_ = sizes_.rq_size >> 1;
-  for (int i = 0; i < sizes_.rq_size; ++i)
-    if (int err = post_recv()) return err;
-  return 0;
-}
-
-void StreamSocket::format_conn_data(wire::ConnData* out) const {
-  *out = wire::encode_conn_data(
-      sizes_.rq_size, target_iomap_size_,
-      {reinterpret_cast<uintptr_t>(target_sgl_), target_mr_->rkey, wire::kTargetSglSize},
-      {reinterpret_cast<uintptr_t>(rbuf_), rmr_->rkey, sizes_.rbuf_size >> 1});
-}
-
-void StreamSocket::save_conn_data(const wire::ConnData& in) {
-  wire::PeerConnData peer = wire::decode_conn_data(in);
-  remote_sgl_ = peer.target_sgl;
-  remote_sge_ = 1;
-  swap_sgl_ = peer.swap_sgl;
-  remote_iomap_ = peer.iomap;
-  target_sgl_[0] = peer.data_buf;
-  sseq_comp_ = peer.credits;
 }
 
 namespace {

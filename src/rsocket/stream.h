@@ -91,16 +91,24 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
  private:
   explicit StreamSocket(const StreamSocket* listener);
 
-  // stream.cpp: connection setup.
+  // stream_connect.cpp: the handshake.
   int advance_connect();  // drives the connect state machine one step
   int create_endpoint();  // CQ, QP, buffers, posted receives
   void format_conn_data(wire::ConnData* out) const;
   void save_conn_data(const wire::ConnData& in);
-  bool set_nonblocking(bool on);
+  // Where our connection data starts in the private data: after the IB CM
+  // header on AF_IB ids.
+  static size_t conn_data_offset(const rdma_cm_id* id) {
+    return id->route.addr.src_addr.sa_family == AF_IB ? wire::kIbConnectHeaderSize : 0;
+  }
+  bool set_nonblocking(bool on);  // stream.cpp
 
   // stream_io.cpp: the data path; send and recv take one buffer.
   ssize_t recv(void* buf, size_t len, int flags);
   ssize_t send(const void* buf, size_t len, int flags);
+  int write_data(const void* buf, uint32_t length);
+
+  // stream_queue.cpp: the QP's traffic.
   friend class CompletionWait<StreamSocket>;
   int reap();
   void arm();
@@ -111,7 +119,6 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   int post_message(uint32_t imm);
   int post_write(ibv_sge* sgl, int nsge, uint32_t imm, int flags, uint64_t addr, uint32_t rkey,
                  bool with_imm);
-  int write_data(const void* buf, uint32_t length);
   void send_credits();
   bool should_give_credits() const;
   void update_credits();

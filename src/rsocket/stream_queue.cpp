@@ -1,0 +1,263 @@
+// Stream rsockets' QP traffic, below the data path and the handshake:
+// posting RDMA writes (with immediate data into the peer's receive buffer,
+// plain for riowrite), credits and control messages, and taking what
+// completed (CompletionWait's reap, arm and sleep_on_cq).
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/cm.h"
+#include "rsocket/stream.h"
+
+namespace rdmacm::rsocket {
+namespace {
+
+constexpr uint64_t kRecvFlag = 1ull << 63;  // a receive's wr_id
+
+int post(ibv_qp* qp, ibv_send_wr& wr) {
+  ibv_send_wr* bad;
+  int err = ibv_post_send(qp, &wr, &bad);
+  return err > 0 ? -err : err;
+}
+
+}  // namespace
+
+int StreamSocket::post_recv() {
+  // RDMA writes with immediate data consume a receive with no buffer.
+  ibv_recv_wr wr{}, *bad;
+  wr.wr_id = kRecvFlag;
+  int err = ibv_post_recv(id_->qp, &wr, &bad);
+  return err > 0 ? -err : err;
+}
+
+int StreamSocket::post_message(uint32_t imm) {
+  ibv_send_wr wr{};
+  wr.wr_id = imm;
+  wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+  wr.imm_data = htobe32(imm);
+  return post(id_->qp, wr);
+}
+
+int StreamSocket::post_write(ibv_sge* sgl, int nsge, uint32_t imm, int flags, uint64_t addr,
+                             uint32_t rkey, bool with_imm) {
+  ibv_send_wr wr{};
+  wr.wr_id = imm;
+  wr.sg_list = sgl;
+  wr.num_sge = nsge;
+  wr.opcode = with_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+  wr.send_flags = static_cast<unsigned>(flags);
+  if (with_imm) wr.imm_data = htobe32(imm);
+  wr.wr.rdma.remote_addr = addr;
+  wr.wr.rdma.rkey = rkey;
+  return post(id_->qp, wr);
+}
+
+// Posts len bytes of buf as one RDMA write: inline when small enough, else
+// copied into the send buffer ring (in two pieces where it wraps).
+int StreamSocket::post_from_sbuf(const void* buf, uint32_t len, uint32_t imm, uint64_t addr,
+                                 uint32_t rkey, bool with_imm) {
+  auto* in = static_cast<const uint8_t*>(buf);
+  if (len <= sizes_.sq_inline) {
+    ibv_sge sge{reinterpret_cast<uintptr_t>(in), len, 0};
+    return post_write(&sge, 1, imm, IBV_SEND_INLINE, addr, rkey, with_imm);
+  }
+  uint32_t to_end =
+      static_cast<uint32_t>(reinterpret_cast<uintptr_t>(sbuf_ + sizes_.sbuf_size) - ssgl_[0].addr);
+  if (len <= to_end) {
+    std::memcpy(reinterpret_cast<void*>(ssgl_[0].addr), in, len);
+    ssgl_[0].length = len;
+    int err = post_write(ssgl_, 1, imm, 0, addr, rkey, with_imm);
+    ssgl_[0].addr = len < to_end ? ssgl_[0].addr + len : reinterpret_cast<uintptr_t>(sbuf_);
+    return err;
+  }
+  ssgl_[0].length = to_end;
+  std::memcpy(reinterpret_cast<void*>(ssgl_[0].addr), in, to_end);
+  ssgl_[1].length = len - to_end;
+  std::memcpy(sbuf_, in + to_end, ssgl_[1].length);
+  int err = post_write(ssgl_, 2, imm, 0, addr, rkey, with_imm);
+  ssgl_[0].addr = reinterpret_cast<uintptr_t>(sbuf_) + ssgl_[1].length;
+  return err;
+}
+
+// Grants the peer more messages and, when half our receive buffer is free
+// again, that half: written into the peer's target SGL.
+void StreamSocket::send_credits() {
+  ++ctrl_seqno_;
+  rseq_comp_ = static_cast<uint16_t>(rseq_no_ + (sizes_.rq_size >> 1));
+  uint32_t credit = wire::imm(wire::Op::sgl, static_cast<uint16_t>(rseq_no_ + sizes_.rq_size));
+  if (rbuf_bytes_avail_ < static_cast<int>(sizes_.rbuf_size >> 1)) {
+    post_message(credit);
+    return;
+  }
+  wire::Sge sge{reinterpret_cast<uintptr_t>(&rbuf_[rbuf_free_offset_]), rmr_->rkey,
+                sizes_.rbuf_size >> 1};
+  if (swap_sgl_) sge = wire::byteswapped(sge);
+  ibv_sge ib{};
+  int flags = IBV_SEND_INLINE;
+  ib.addr = reinterpret_cast<uintptr_t>(&sge);
+  ib.length = sizeof(sge);
+  if (sizes_.sq_inline < sizeof(sge)) {
+    // Too big to inline: from the control slots past the send buffer.
+    uint8_t* slot =
+        sbuf_ + sizes_.sbuf_size + wire::kMaxCtrlMessage * (ctrl_seqno_ & (wire::kCtrlMessages - 1));
+    std::memcpy(slot, &sge, sizeof(sge));
+    ib.addr = reinterpret_cast<uintptr_t>(slot);
+    ib.lkey = smr_->lkey;
+    flags = 0;
+  }
+  post_write(&ib, 1, credit, flags, remote_sgl_.addr + remote_sge_ * sizeof(wire::Sge),
+             remote_sgl_.key, true);
+  rbuf_bytes_avail_ -= static_cast<int>(sizes_.rbuf_size >> 1);
+  rbuf_free_offset_ += static_cast<int>(sizes_.rbuf_size >> 1);
+  if (rbuf_free_offset_ >= static_cast<int>(sizes_.rbuf_size)) rbuf_free_offset_ = 0;
+  if (++remote_sge_ == remote_sgl_.length) remote_sge_ = 0;
+}
+
+bool StreamSocket::should_give_credits() const {
+  return (rbuf_bytes_avail_ >= static_cast<int>(sizes_.rbuf_size >> 1) ||
+          static_cast<int16_t>(rseq_no_ - rseq_comp_) >= 0) &&
+         ctrl_available() && (state_ & kConnected);
+}
+
+void StreamSocket::update_credits() {
+  if (should_give_credits()) send_credits();
+}
+
+bool StreamSocket::can_send() const {
+  return sqe_avail_ && sbuf_bytes_avail_ >= static_cast<int>(wire::kSendLowWater) &&
+         sseq_no_ != sseq_comp_ && target_sgl_[target_sge_].length != 0;
+}
+
+bool StreamSocket::all_sends_done() const {
+  return static_cast<int>(ctrl_max_seqno_ - ctrl_seqno_) + sqe_avail_ == sizes_.sq_size ||
+         !(state_ & kConnected);
+}
+
+// Takes what completed: the peer's messages (data, credits, control) and our
+// sends' completions. Reposts a receive for each message taken.
+int StreamSocket::take_completions() {
+  ibv_wc wc;
+  int ret, taken = 0;
+  while ((ret = ibv_poll_cq(id_->recv_cq, 1, &wc)) > 0) {
+    if (wc.wr_id & kRecvFlag) {
+      if (wc.status != IBV_WC_SUCCESS) continue;
+      ++taken;
+      uint32_t msg = be32toh(wc.imm_data);
+      switch (wire::imm_op(msg)) {
+        case wire::Op::sgl:
+          sseq_comp_ = static_cast<uint16_t>(wire::imm_data(msg));
+          break;
+        case wire::Op::iomap_sgl:
+          break;  // the peer updated our iomap view: nothing to do
+        case wire::Op::ctrl:
+          if (wire::imm_data(msg) == static_cast<uint32_t>(wire::Ctrl::disconnect)) {
+            state_ = kDisconnected;
+            return 0;
+          }
+          if (wire::imm_data(msg) == static_cast<uint32_t>(wire::Ctrl::shutdown)) {
+            if (state_ & kWritable) {
+              state_ &= ~kReadable;
+            } else {
+              state_ = kDisconnected;
+              return 0;
+            }
+          }
+          break;
+        case wire::Op::data:
+          rmsg_[rmsg_tail_] = wire::imm_data(msg);
+          if (++rmsg_tail_ == sizes_.rq_size + 1) rmsg_tail_ = 0;
+          break;
+        default:
+          break;  // no other op is sent (rdma-core 44 takes unknown ones as data)
+      }
+    } else {
+      uint32_t sent = static_cast<uint32_t>(wc.wr_id);
+      switch (wire::imm_op(sent)) {
+        case wire::Op::sgl:
+          ++ctrl_max_seqno_;
+          break;
+        case wire::Op::ctrl:
+          ++ctrl_max_seqno_;
+          if (wire::imm_data(sent) == static_cast<uint32_t>(wire::Ctrl::disconnect))
+            state_ = kDisconnected;
+          break;
+        case wire::Op::iomap_sgl:
+          ++sqe_avail_;
+          sbuf_bytes_avail_ += sizeof(wire::IomapEntry);
+          break;
+        default:
+          ++sqe_avail_;
+          sbuf_bytes_avail_ += static_cast<int>(wire::imm_data(sent));
+          break;
+      }
+      if (wc.status != IBV_WC_SUCCESS && (state_ & kConnected)) {
+        state_ = kError;
+        err_ = EIO;
+      }
+    }
+  }
+  if (state_ & kConnected) {
+    while (!ret && taken--) ret = post_recv();
+    if (ret) {
+      state_ = kError;
+      err_ = -ret;
+    }
+  }
+  return ret < 0 ? ret : 0;
+}
+
+// CompletionWait's: credits granted before and after taking completions, as
+// rdma-core 44's rs_process_cq does around its rs_poll_cq.
+int StreamSocket::reap() {
+  update_credits();
+  int ret = take_completions();
+  update_credits();
+  return ret;
+}
+
+void StreamSocket::arm() { ibv_req_notify_cq(id_->recv_cq, 0); }
+
+int StreamSocket::sleep_on_cq(int ms) {
+  if (ms >= 0) {
+    pollfd p{id_->recv_cq_channel->fd, POLLIN, 0};
+    if (::poll(&p, 1, ms) <= 0) return 0;
+  }
+  ibv_cq* cq;
+  void* context;
+  if (ibv_get_cq_event(id_->recv_cq_channel, &cq, &context)) {
+    int err = errno;
+    if (err != EAGAIN && err != EINTR) state_ = kError;
+    return -err;
+  }
+  if (++unack_cqe_ >= sizes_.sq_size + sizes_.rq_size) {
+    ibv_ack_cq_events(id_->recv_cq, static_cast<unsigned>(unack_cqe_));
+    unack_cqe_ = 0;
+  }
+  return 1;
+}
+
+// Room for the next write (or the peer gone: ECONNRESET).
+int StreamSocket::wait_send_room(int flags) {
+  if (can_send()) return 0;
+  if (int err = wait(&StreamSocket::conn_can_send, nonblocking(flags))) return err;
+  return state_ & kWritable ? 0 : -ECONNRESET;
+}
+
+void StreamSocket::send_keepalive() {
+  std::lock_guard lock(cq_mutex_);
+  if (!(state_ & kConnected) || !ctrl_available()) return;
+  ++ctrl_seqno_;
+  post_message(wire::imm(wire::Op::ctrl, static_cast<uint32_t>(wire::Ctrl::keepalive)));
+}
+
+int StreamSocket::send_ctrl(wire::Ctrl ctrl, int ms) {
+  if (!ctrl_available() && !wait_ms(&StreamSocket::conn_can_send_ctrl, ms)) return -ETIMEDOUT;
+  std::lock_guard lock(cq_mutex_);
+  if (!(state_ & kConnected) || !ctrl_available()) return 0;
+  ++ctrl_seqno_;
+  return post_message(wire::imm(wire::Op::ctrl, static_cast<uint32_t>(ctrl)));
+}
+
+}  // namespace rdmacm::rsocket
