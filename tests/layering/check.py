@@ -43,7 +43,7 @@ WING_CALLBACKS = [
      ["StreamSocket::linger_done", "StreamSocket::finish_close",
       "StreamSocket::~StreamSocket"],
      "the linger service ends a lingering close and deletes the closed socket"),
-    ("stream_service.cpp", "stream_io.cpp", ["StreamSocket::send_keepalive"],
+    ("stream_service.cpp", "stream_queue.cpp", ["StreamSocket::send_keepalive"],
      "the keep-alive timer sends on the connection"),
     ("datagram_service.cpp", "datagram.cpp",
      ["DatagramSocket::get_dest", "DatagramSocket::send_udp", "DatagramSocket::send_ud"],
