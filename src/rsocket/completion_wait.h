@@ -5,12 +5,13 @@
 // the completion channel.
 //
 // A socket S derives from CompletionWait<S> and provides, as friends:
-//   int reap();            take what completed, never sleeping: 0 or -errno
-//                          (cq_mutex_ held)
-//   void arm();            request an event from every CQ (cq_mutex_ held)
-//   int sleep_on_cq(int ms);  wait up to ms (-1: no limit) for a channel
-//                          event and take it: how many were taken, or -errno
-//                          (cq_sleep_mutex_ held, cq_mutex_ not)
+//   int reap() REQUIRES(cq_mutex_);   take what completed, never sleeping:
+//                                     0 or -errno
+//   void arm() REQUIRES(cq_mutex_);   request an event from every CQ
+//   int sleep_on_cq(int ms) REQUIRES(cq_sleep_mutex_) EXCLUDES(cq_mutex_);
+//                                     wait up to ms (-1: no limit) for a
+//                                     channel event and take it: how many
+//                                     were taken, or -errno
 //
 // Locks: cq_mutex_ guards the CQs and everything completions update; it is
 // let go while a thread sleeps, so that a sender and a receiver both make
@@ -30,8 +31,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
-#include <mutex>
-
+#include "common/mutex.h"
 #include "rsocket/waiting.h"
 
 namespace rdmacm::rsocket {
@@ -53,34 +53,40 @@ class CompletionWait {
   bool wait_ms(Test test, int ms) { return wait_loop(test, false, ms) == 0; }
 
   // One look, never sleeping (rpoll's and repoll's).
-  void reap_now() {
-    std::lock_guard lock(cq_mutex_);
-    self().reap();
+  void reap_now() EXCLUDES(cq_mutex_) {
+    S& s = self();
+    LockGuard lock(s.cq_mutex_);
+    s.reap();
   }
 
   // Arms the CQs for a caller that sleeps on their channel itself (rpoll).
-  void arm_for_poll() {
-    std::lock_guard lock(cq_mutex_);
-    arm_once();
+  void arm_for_poll() EXCLUDES(cq_mutex_) {
+    S& s = self();
+    LockGuard lock(s.cq_mutex_);
+    s.arm_once();
   }
 
   // That caller's channel fired: takes the event (never sleeping).
-  void take_wakeup() {
-    std::lock_guard sleep(cq_sleep_mutex_);
-    int n = self().sleep_on_cq(0);
+  void take_wakeup() EXCLUDES(cq_mutex_, cq_sleep_mutex_) {
+    S& s = self();
+    LockGuard sleep(s.cq_sleep_mutex_);
+    int n = s.sleep_on_cq(0);
     if (n > 0) events_taken_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
   }
 
  protected:
-  std::mutex cq_mutex_;        // the CQs and what completions update
-  std::mutex cq_sleep_mutex_;  // one sleeper on the channel (after cq_mutex_, see above)
+  Mutex cq_mutex_;  // the CQs and what completions update
+  Mutex cq_sleep_mutex_ ACQUIRED_AFTER(cq_mutex_);  // one sleeper on the channel (see above)
 
  private:
   S& self() { return static_cast<S&>(*this); }
 
-  // cq_mutex_ held.
-  bool armed() const { return armed_at_ == events_taken_.load(std::memory_order_relaxed); }
-  void arm_once() {
+  bool armed() const REQUIRES(cq_mutex_) {
+    return armed_at_ == events_taken_.load(std::memory_order_relaxed);
+  }
+  // Unchecked inside: the analysis cannot tell self() (whose arm() it calls)
+  // from this.
+  void arm_once() REQUIRES(cq_mutex_) NO_THREAD_SAFETY_ANALYSIS {
     if (armed()) return;
     self().arm();
     armed_at_ = events_taken_.load(std::memory_order_relaxed);
@@ -88,10 +94,10 @@ class CompletionWait {
 
   // The loop under wait and wait_ms: 0 once test() holds, -EWOULDBLOCK
   // (look_only), -ETIMEDOUT (ms passed), or reap's or the sleep's -errno.
-  int wait_loop(Test test, bool look_only, int ms) {
+  int wait_loop(Test test, bool look_only, int ms) EXCLUDES(cq_mutex_, cq_sleep_mutex_) {
     S& s = self();
     uint64_t deadline = ms < 0 ? 0 : now_us() + static_cast<uint64_t>(ms) * 1000;
-    std::unique_lock lock(cq_mutex_);
+    UniqueLock lock(s.cq_mutex_);
     for (;;) {
       int ret = s.reap();
       if ((s.*test)()) return 0;
@@ -104,14 +110,14 @@ class CompletionWait {
         // Bounded slices: a timed wait re-checks at least every 100 ms.
         slice = static_cast<int>(std::min<uint64_t>((deadline - now) / 1000 + 1, 100));
       }
-      if (!armed()) {
-        arm_once();
+      if (!s.armed()) {
+        s.arm_once();
         continue;  // look once more: a completion may have come before the arming
       }
-      uint64_t seen = armed_at_;
+      uint64_t seen = s.armed_at_;
       int n = 1;
       {
-        std::lock_guard sleep(cq_sleep_mutex_);
+        LockGuard sleep(s.cq_sleep_mutex_);
         lock.unlock();
         // Unless another thread took an event since we armed (the CQ may be
         // disarmed: look again instead).
@@ -128,7 +134,7 @@ class CompletionWait {
   }
 
   std::atomic<uint64_t> events_taken_{0};  // changed under cq_sleep_mutex_
-  uint64_t armed_at_ = ~uint64_t{0};       // events_taken_ when last armed (cq_mutex_)
+  uint64_t armed_at_ GUARDED_BY(cq_mutex_) = ~uint64_t{0};  // events_taken_ when last armed
 };
 
 }  // namespace rdmacm::rsocket

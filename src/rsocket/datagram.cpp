@@ -73,7 +73,7 @@ DatagramSocket::~DatagramSocket() {
 // buffers are whole numbers of slots and the queues no longer than that.
 int DatagramSocket::init_endpoint() {
   if (endpoint_) return 0;
-  std::lock_guard lock(init_mutex_);
+  LockGuard lock(init_mutex_);
   if (endpoint_) return 0;
   sizes_.fit_queues(core::max_qp_wr(nullptr), 0);
   if (sizes_.rq_size > sizes_.rbuf_size / wire::kDsSlotSize)
@@ -88,12 +88,15 @@ int DatagramSocket::init_endpoint() {
   std::free(sbuf_);  // a failed earlier attempt's
   sbuf_ = static_cast<uint8_t*>(std::calloc(sizes_.sq_size, wire::kDsSlotSize));
   if (!sbuf_) return -ENOMEM;
-  free_slots_.clear();
-  free_slots_.reserve(sizes_.sq_size);
-  for (uint32_t i = sizes_.sq_size; i-- > 0;) free_slots_.push_back(i * wire::kDsSlotSize);
-  rmsg_.resize(sizes_.rq_size + 1u);
-  sqe_avail_ = sizes_.sq_size;
-  rqe_avail_ = sizes_.rq_size;
+  {
+    LockGuard cq(cq_mutex_);
+    free_slots_.clear();
+    free_slots_.reserve(sizes_.sq_size);
+    for (uint32_t i = sizes_.sq_size; i-- > 0;) free_slots_.push_back(i * wire::kDsSlotSize);
+    rmsg_.resize(sizes_.rq_size + 1u);
+    sqe_avail_ = sizes_.sq_size;
+    rqe_avail_ = sizes_.rq_size;
+  }
   if (int err = watch_udp(this)) return err;
   in_service_ = true;
   endpoint_ = true;
@@ -130,7 +133,7 @@ int DatagramSocket::source_for(const sockaddr* dst, socklen_t dst_len, Addr* src
 int DatagramSocket::get_dest(const sockaddr* addr, socklen_t len, Dest** out) {
   Addr key;
   if (int err = to_key(addr, len, &key)) return err;
-  std::lock_guard lock(map_mutex_);
+  LockGuard lock(map_mutex_);
   if (auto it = dests_.find(key); it != dests_.end()) {
     *out = it->second.get();
     return 0;
@@ -161,7 +164,7 @@ int DatagramSocket::bind(const sockaddr* addr, socklen_t len) {
 int DatagramSocket::connect(const sockaddr* addr, socklen_t len) {
   if (!addr) return -EFAULT;
   if (int err = init_endpoint()) return err;
-  std::lock_guard lock(send_mutex_);
+  LockGuard lock(send_mutex_);
   if (::connect(fd_, addr, len)) return -errno;
   return get_dest(addr, len, &conn_dest_);
 }
@@ -184,10 +187,13 @@ ssize_t DatagramSocket::send_udp(Dest* dest, const void* buf, size_t len, int fl
 // Over UD: one send slot holds the header and the payload.
 ssize_t DatagramSocket::send_ud(Dest* dest, const wire::DsHeader& hdr, const void* buf, size_t len,
                                 int flags) {
+  // Slots are taken under send_mutex_ only: room found stays.
+  UniqueLock cq(cq_mutex_);
   if (!can_send()) {
+    cq.unlock();
     if (int err = wait(&DatagramSocket::can_send, nonblocking(flags))) return err;
+    cq.lock();
   }
-  std::lock_guard cq(cq_mutex_);
   uint32_t slot = free_slots_.back();
   free_slots_.pop_back();
   --sqe_avail_;
@@ -215,7 +221,7 @@ ssize_t DatagramSocket::send_ud(Dest* dest, const wire::DsHeader& hdr, const voi
 
 ssize_t DatagramSocket::send(const void* buf, size_t len, int flags) {
   if (!buf && len) return -EFAULT;
-  std::lock_guard lock(send_mutex_);
+  LockGuard lock(send_mutex_);
   if (!conn_dest_) return -EDESTADDRREQ;  // rdma-core 44: a NULL dereference
   Dest* dest = conn_dest_;
   if (len > wire::kDsSlotSize - dest->qp->hdr.length) return -EMSGSIZE;
@@ -236,7 +242,7 @@ ssize_t DatagramSocket::send_to(const void* buf, size_t len, int flags, const so
                                                                  : wire::kDsIpv6HeaderLength);
   if (len > room) return -EMSGSIZE;
   if (int err = init_endpoint()) return err;
-  std::lock_guard lock(send_mutex_);
+  LockGuard lock(send_mutex_);
   if (!conn_dest_ || std::memcmp(&key, &conn_dest_->addr, sizeof(key))) {
     if (int err = get_dest(dst, dst_len, &conn_dest_)) return err;
   }
@@ -254,7 +260,7 @@ int DatagramSocket::shutdown(int how) {
 // As rdma-core 44's ds_shutdown: stop the service, then wait for our sends.
 void DatagramSocket::release(std::unique_ptr<File>) {
   {
-    std::lock_guard lock(init_mutex_);
+    LockGuard lock(init_mutex_);
     if (in_service_) unwatch_udp(this);
     in_service_ = false;
   }
@@ -286,7 +292,7 @@ int DatagramSocket::set_option(int level, int name, const void* value, socklen_t
   }
   int v;
   if (int err = read_int(value, len, &v)) return err;
-  std::lock_guard lock(init_mutex_);  // the sizes' lock until init_endpoint fixes them
+  LockGuard lock(init_mutex_);  // the sizes' lock until init_endpoint fixes them
   if (level == SOL_SOCKET) {
     if (!endpoint_) sizes_.set(level, name, v);  // as rdma-core 44: until the first QP
     return 0;
@@ -297,7 +303,7 @@ int DatagramSocket::set_option(int level, int name, const void* value, socklen_t
 
 int DatagramSocket::get_option(int level, int name, void* value, socklen_t* len) {
   {
-    std::lock_guard lock(init_mutex_);  // the sizes' lock until init_endpoint fixes them
+    LockGuard lock(init_mutex_);  // the sizes' lock until init_endpoint fixes them
     if (int v; sizes_.get(level, name, &v)) return write_int(value, len, v);
   }
   if (level == SOL_RDMA) return -ENOTSUP;

@@ -23,7 +23,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <mutex>
+#include "common/mutex.h"
 #include <vector>
 
 #include "rsocket/completion_wait.h"
@@ -118,34 +118,35 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
 
   // datagram.cpp: endpoints, destinations, sending.
   int init_endpoint();  // first bind/connect/sendto: sizes, send slots, the UDP service
-  int get_dest(const sockaddr* addr, socklen_t len, Dest** out);
+  int get_dest(const sockaddr* addr, socklen_t len, Dest** out) EXCLUDES(map_mutex_);
   int source_for(const sockaddr* dst, socklen_t dst_len, Addr* src);
   ssize_t send_udp(Dest* dest, const void* buf, size_t len, int flags, wire::Op op);
-  ssize_t send_ud(Dest* dest, const wire::DsHeader& hdr, const void* buf, size_t len, int flags);
+  ssize_t send_ud(Dest* dest, const wire::DsHeader& hdr, const void* buf, size_t len, int flags)
+      REQUIRES(send_mutex_);
 
   // datagram_qp.cpp: QPs and address handles.
-  int get_qp(const Addr& src, Qp** out);
-  int create_qp(const Addr& src, Qp** out);
+  int get_qp(const Addr& src, Qp** out) REQUIRES(map_mutex_);
+  int create_qp(const Addr& src, Qp** out) REQUIRES(map_mutex_);
   void free_qp(Qp* qp);
   int post_recv(Qp* qp, uint32_t offset);
   void resolve_ah(Dest* dest, uint32_t qpn);  // the service: an AH to the peer's QP
   void learn_ah(const Addr& from, Qp* qp, const ibv_wc& wc, const ibv_grh& grh);
-  void set_ah(Dest* dest, ibv_ah* ah, uint32_t qpn);  // under send_mutex_
+  void set_ah(Dest* dest, ibv_ah* ah, uint32_t qpn) REQUIRES(send_mutex_);
 
   // datagram_io.cpp: completions (CompletionWait's reap, arm, sleep_on_cq).
   friend class CompletionWait<DatagramSocket>;
-  int reap();
-  void arm();
-  int sleep_on_cq(int ms);
-  bool can_send() const { return sqe_avail_ > 0; }
-  bool all_sends_done() const { return sqe_avail_ == sizes_.sq_size; }
-  bool have_data() const { return rmsg_head_ != rmsg_tail_; }
+  int reap() REQUIRES(cq_mutex_);
+  void arm() REQUIRES(cq_mutex_);
+  int sleep_on_cq(int ms) REQUIRES(cq_sleep_mutex_);
+  bool can_send() const REQUIRES(cq_mutex_) { return sqe_avail_ > 0; }
+  bool all_sends_done() const REQUIRES(cq_mutex_) { return sqe_avail_ == sizes_.sq_size; }
+  bool have_data() const REQUIRES(cq_mutex_) { return rmsg_head_ != rmsg_tail_; }
   bool nonblocking(int flags) const { return (fd_flags_ & O_NONBLOCK) || (flags & MSG_DONTWAIT); }
 
   int epfd_ = -1;
-  std::mutex init_mutex_;              // init_endpoint: first bind, connect or sendto
+  Mutex init_mutex_;                   // init_endpoint: first bind, connect or sendto
   std::atomic<bool> endpoint_{false};  // init_endpoint done
-  bool in_service_ = false;            // registered with the UDP service (init_mutex_)
+  bool in_service_ GUARDED_BY(init_mutex_) = false;  // registered with the UDP service
   std::atomic<bool> readable_{false}, writable_{false};
 
   // The sizes: under init_mutex_ until init_endpoint fixes them (endpoint_),
@@ -153,20 +154,23 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
   Sizes sizes_ = Sizes::defaults();
 
   uint8_t* sbuf_ = nullptr;  // sq_size send slots of wire::kDsSlotSize
-  std::vector<uint32_t> free_slots_;
-  int sqe_avail_ = 0;
-  int rqe_avail_ = 0;
+  std::vector<uint32_t> free_slots_ GUARDED_BY(cq_mutex_);
+  int sqe_avail_ GUARDED_BY(cq_mutex_) = 0;
+  int rqe_avail_ GUARDED_BY(cq_mutex_) = 0;
 
+  // Added under map_mutex_ and cq_mutex_ both (create_qp), so either lets a
+  // thread read it; removed only when the socket goes.
   std::vector<std::unique_ptr<Qp>> qps_;
-  size_t next_qp_ = 0;  // where polling resumes, for fairness
-  std::map<Addr, std::unique_ptr<Dest>, AddrLess> dests_;
+  size_t next_qp_ GUARDED_BY(cq_mutex_) = 0;  // where polling resumes, for fairness
+  std::map<Addr, std::unique_ptr<Dest>, AddrLess> dests_ GUARDED_BY(map_mutex_);
   std::atomic<int> dests_without_ah_{0};  // a received message may give them one
-  Dest* conn_dest_ = nullptr;
+  Dest* conn_dest_ GUARDED_BY(send_mutex_) = nullptr;
 
-  std::vector<Received> rmsg_;  // rq_size + 1 slots
-  int rmsg_head_ = 0, rmsg_tail_ = 0;
+  std::vector<Received> rmsg_;  // rq_size + 1 slots: head to tail are recv_from's
+  int rmsg_head_ GUARDED_BY(cq_mutex_) = 0, rmsg_tail_ GUARDED_BY(cq_mutex_) = 0;
 
-  std::mutex send_mutex_, recv_mutex_, map_mutex_;
+  Mutex send_mutex_, recv_mutex_;
+  Mutex map_mutex_ ACQUIRED_AFTER(send_mutex_);
 };
 
 // The UDP service (datagram_service.cpp): a thread that reads the UDP

@@ -87,11 +87,13 @@ ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* sr
   if (!buf && len) return -EFAULT;
   if (src_len && !src) return -EFAULT;  // rdma-core 44 writes through it
   if (!readable_) return -EINVAL;       // never bound, connected or sent from
-  std::lock_guard lock(recv_mutex_);
+  LockGuard lock(recv_mutex_);  // one receiver: a message found stays
+  UniqueLock cq(cq_mutex_);
   if (!have_data()) {
+    cq.unlock();
     if (int err = wait(&DatagramSocket::have_data, nonblocking(flags))) return err;
+    cq.lock();
   }
-  std::unique_lock cq(cq_mutex_);
   Received& m = rmsg_[rmsg_head_];
   const uint8_t* slot = m.qp->rbuf + m.offset;
   const auto* hdr = reinterpret_cast<const wire::DsHeader*>(slot);
@@ -123,7 +125,7 @@ short DatagramSocket::poll_state(short events) {
     return static_cast<short>(events & POLLOUT);
   }
   reap_now();
-  std::lock_guard lock(cq_mutex_);
+  LockGuard lock(cq_mutex_);
   short revents = 0;
   if ((events & POLLIN) && have_data()) revents |= POLLIN;
   if ((events & POLLOUT) && can_send()) revents |= POLLOUT;

@@ -125,7 +125,7 @@ int DatagramSocket::create_qp(const Addr& src, Qp** out) {
   q->self = self.get();
   dests_[src] = std::move(self);
   {
-    std::lock_guard lock(cq_mutex_);
+    LockGuard lock(cq_mutex_);
     qps_.push_back(std::move(qp));
   }
   *out = q;
@@ -202,7 +202,7 @@ void DatagramSocket::resolve_ah(Dest* dest, uint32_t qpn) {
   attr.port_num = local->port_num;
   ibv_ah* ah = ok ? ibv_create_ah(local->pd, &attr) : nullptr;
   core::destroy_id(id);
-  std::lock_guard lock(send_mutex_);
+  LockGuard lock(send_mutex_);
   set_ah(dest, ah, qpn);  // none: sends keep going over UDP, each answer retries
 }
 
@@ -221,10 +221,10 @@ void DatagramSocket::set_ah(Dest* dest, ibv_ah* ah, uint32_t qpn) {
 void DatagramSocket::learn_ah(const Addr& from, Qp* qp, const ibv_wc& wc, const ibv_grh& grh) {
   Addr key;
   std::memcpy(&key, &from, sizeof(key));
-  std::lock_guard send(send_mutex_);
+  LockGuard send(send_mutex_);
   Dest* dest = nullptr;
   {
-    std::lock_guard map(map_mutex_);
+    LockGuard map(map_mutex_);
     auto it = dests_.find(key);
     if (it == dests_.end()) return;
     dest = it->second.get();

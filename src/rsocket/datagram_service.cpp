@@ -27,17 +27,17 @@ void DatagramSocket::process_udp() {
   bool data = hdr.op == static_cast<uint8_t>(wire::Op::data);
   if (data) {
     // Our QPN to the sender, whose own service then makes its AH to us.
-    std::lock_guard lock(send_mutex_);
+    LockGuard lock(send_mutex_);
     send_udp(dest, nullptr, 0, 0, wire::Op::ctrl);
   }
   bool stale;
   {
-    std::lock_guard lock(send_mutex_);
+    LockGuard lock(send_mutex_);
     stale = !dest->ah || dest->qpn != qpn;
   }
   if (stale) resolve_ah(dest, qpn);
   if (!data) return;
-  std::lock_guard lock(send_mutex_);
+  LockGuard lock(send_mutex_);
   Qp* qp = dest->qp;
   wire::DsHeader from_hdr = encode_header(dest->addr);
   len = std::min<size_t>(len, wire::kDsSlotSize - from_hdr.length);

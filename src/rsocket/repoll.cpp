@@ -26,6 +26,7 @@
 // under a socket lock comes back here. A set's mutex is never held asleep:
 // repoll_wait sleeps in epoll_wait without it, so repoll_ctl from another
 // thread goes ahead.
+#include "common/mutex.h"
 #include "rsocket/repoll.h"
 
 #include <fcntl.h>
@@ -39,7 +40,6 @@
 #include <climits>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -78,7 +78,7 @@ bool readable(int fd) {
 }
 
 class EpollSet;
-std::mutex registry_mutex;
+Mutex registry_mutex;  // registry() (taken before no other lock)
 std::vector<EpollSet*>& registry() {
   static auto* sets = new std::vector<EpollSet*>;  // never destroyed: rclose at exit
   return *sets;
@@ -125,27 +125,30 @@ class EpollSet final : public File {
   using Members = std::unordered_map<int, Member>;
 
   EpollSet() : File(Kind::epoll) {}
-  int control_kernel(int op, int fd, const epoll_event* ev, Members::iterator it);
-  int control_socket(int op, int fd, Socket* s, const epoll_event* ev, Members::iterator it);
-  void drop(Members::iterator it);
-  int take_kernel(const epoll_event* kev, int n, epoll_event* out);
-  int check(epoll_event* out, int room);
-  uint32_t look(int fd, Member& m);
-  bool news(Member& m, uint32_t ready);
-  void queue(int fd, Member& m);
-  void queue_all();
-  void update_pending();
-  int sleep_ms(int timeout, uint64_t start);
+  int control_kernel(int op, int fd, const epoll_event* ev, Members::iterator it) REQUIRES(mutex_);
+  int control_socket(int op, int fd, Socket* s, const epoll_event* ev, Members::iterator it)
+      REQUIRES(mutex_);
+  void drop(Members::iterator it) REQUIRES(mutex_);
+  int take_kernel(const epoll_event* kev, int n, epoll_event* out) REQUIRES(mutex_);
+  int check(epoll_event* out, int room) REQUIRES(mutex_);
+  uint32_t look(int fd, Member& m) REQUIRES(mutex_);
+  bool news(Member& m, uint32_t ready) REQUIRES(mutex_);
+  void queue(int fd, Member& m) REQUIRES(mutex_);
+  void queue_all() REQUIRES(mutex_);
+  void update_pending() REQUIRES(mutex_);
+  int sleep_ms(int timeout, uint64_t start) REQUIRES(mutex_);
 
-  std::mutex mutex_;
-  Members members_;
-  std::deque<int> check_;  // rsockets to look at before sleeping (an fd may
-                           // also have stale entries from before a DEL)
-  uint64_t round_ = 0;     // check() calls, so that one reports an fd once
-  unsigned sockets_ = 0;   // rsocket members
-  uint32_t next_gen_ = 0;
-  int pending_fd_ = -1;    // an eventfd in the set, readable while check_ is not empty
-  bool pending_ = false;
+  // Everything below but pending_fd_; taken before the member sockets'
+  // locks (poll_state, wait_fd, consume_wakeup).
+  Mutex mutex_;
+  Members members_ GUARDED_BY(mutex_);
+  std::deque<int> check_ GUARDED_BY(mutex_);  // rsockets to look at before sleeping (an fd
+                                              // may also have stale entries from before a DEL)
+  uint64_t round_ GUARDED_BY(mutex_) = 0;     // check() calls, so that one reports an fd once
+  unsigned sockets_ GUARDED_BY(mutex_) = 0;   // rsocket members
+  uint32_t next_gen_ GUARDED_BY(mutex_) = 0;
+  int pending_fd_ = -1;  // an eventfd in the set, readable while check_ is not empty
+  bool pending_ GUARDED_BY(mutex_) = false;
 };
 
 EpollSet* EpollSet::create(int flags, int* err) {
@@ -164,7 +167,7 @@ EpollSet* EpollSet::create(int flags, int* err) {
   } else if (!insert_file(set->fd_, set)) {
     *err = -ENOMEM;
   } else {
-    std::lock_guard lock(registry_mutex);
+    LockGuard lock(registry_mutex);
     registry().push_back(set);
     ++live_sets;
     return set;
@@ -178,7 +181,7 @@ EpollSet* EpollSet::create(int flags, int* err) {
 
 void EpollSet::release(std::unique_ptr<File>) {
   {
-    std::lock_guard lock(registry_mutex);
+    LockGuard lock(registry_mutex);
     std::erase(registry(), this);
     --live_sets;
   }
@@ -197,14 +200,14 @@ void EpollSet::drop(Members::iterator it) {
 }
 
 void EpollSet::forget(Socket* s) {
-  std::lock_guard lock(mutex_);
+  LockGuard lock(mutex_);
   auto it = members_.find(s->fd());
   if (it != members_.end() && it->second.socket == s) drop(it);
 }
 
 int EpollSet::control(int op, int fd, const epoll_event* ev) {
   Socket* s = find_socket(fd);  // a set nests as the kernel fd it is
-  std::lock_guard lock(mutex_);
+  LockGuard lock(mutex_);
   auto it = members_.find(fd);
   // A member whose fd was closed without EPOLL_CTL_DEL, its number now
   // another kind of fd: gone, as the kernel forgets a closed fd.
@@ -414,12 +417,12 @@ int EpollSet::wait(epoll_event* out, int max, int timeout) {
   for (;;) {
     int ms;
     {
-      std::lock_guard lock(mutex_);
+      LockGuard lock(mutex_);
       ms = check_.empty() ? sleep_ms(timeout, start) : 0;
     }
     int n = epoll_wait(fd_, kev, std::min(max, kBatch), ms);
     if (n < 0) return -errno;  // EINTR included, as epoll_wait
-    std::lock_guard lock(mutex_);
+    LockGuard lock(mutex_);
     int got = take_kernel(kev, n, out);
     // Slept the whole interval: rpoll's safety net, a look at every rsocket.
     if (!n && ms > 0 && sockets_) queue_all();
@@ -477,7 +480,7 @@ int repoll_wait(int epfd, epoll_event* events, int maxevents, int timeout) {
 
 void repoll_forget(Socket* s) {
   if (!live_sets.load(std::memory_order_acquire)) return;
-  std::lock_guard lock(registry_mutex);
+  LockGuard lock(registry_mutex);
   for (EpollSet* set : registry()) set->forget(s);
 }
 

@@ -18,11 +18,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <system_error>
 #include <thread>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace rdmacm::rsocket {
 
@@ -39,7 +39,7 @@ class ServiceThread {
 
   // -errno if the thread could not be started.
   int watch(S* s) {
-    std::lock_guard lock(mutex_);
+    LockGuard lock(mutex_);
     if (int err = start()) return err;
     sockets_.push_back(s);
     wake();
@@ -47,14 +47,14 @@ class ServiceThread {
   }
 
   void unwatch(S* s) {
-    std::lock_guard lock(mutex_);
+    LockGuard lock(mutex_);
     std::erase(sockets_, s);
     if (started_) wake();
   }
 
   // s's timer of this kind, due at when (replacing one set before).
   int schedule(S* s, int kind, Clock::time_point when) {
-    std::lock_guard lock(mutex_);
+    LockGuard lock(mutex_);
     if (int err = start()) return err;
     auto it = find_timer(s, kind);
     if (it == timers_.end())
@@ -66,10 +66,10 @@ class ServiceThread {
   }
 
   void cancel(S* s, int kind) {
-    std::unique_lock lock(mutex_);
+    LockGuard lock(mutex_);
     if (auto it = find_timer(s, kind); it != timers_.end()) timers_.erase(it);
     if (running_.s == s && running_.kind == kind) running_cancelled_ = true;
-    done_.wait(lock, [&] { return !(running_.s == s && running_.kind == kind); });
+    while (running_.s == s && running_.kind == kind) done_.wait(mutex_);
   }
 
  private:
@@ -79,13 +79,12 @@ class ServiceThread {
     Clock::time_point due;
   };
 
-  typename std::vector<Timer>::iterator find_timer(S* s, int kind) {
+  typename std::vector<Timer>::iterator find_timer(S* s, int kind) REQUIRES(mutex_) {
     return std::find_if(timers_.begin(), timers_.end(),
                         [&](const Timer& t) { return t.s == s && t.kind == kind; });
   }
 
-  // Under mutex_.
-  int start() {
+  int start() REQUIRES(mutex_) {
     if (started_) return 0;
     if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK)) return -errno;
     try {
@@ -106,8 +105,8 @@ class ServiceThread {
     }
   }
 
-  // Milliseconds until the next timer (-1: none). Under mutex_.
-  int next_timeout() const {
+  // Milliseconds until the next timer (-1: none).
+  int next_timeout() const REQUIRES(mutex_) {
     if (timers_.empty()) return -1;
     auto next = std::min_element(timers_.begin(), timers_.end(),
                                  [](const Timer& a, const Timer& b) { return a.due < b.due; })
@@ -121,7 +120,7 @@ class ServiceThread {
     for (;;) {
       int timeout;
       {
-        std::lock_guard lock(mutex_);
+        LockGuard lock(mutex_);
         fds.assign(1, pollfd{wake_[0], POLLIN, 0});
         for (S* s : sockets_) fds.push_back(pollfd{s->fd(), POLLIN, 0});
         timeout = next_timeout();
@@ -132,7 +131,7 @@ class ServiceThread {
         while (::read(wake_[0], buf, sizeof(buf)) > 0) {
         }
       }
-      std::unique_lock lock(mutex_);
+      LockGuard lock(mutex_);
       for (size_t i = 1; i < fds.size(); ++i) {
         if (!fds[i].revents) continue;
         auto it = std::find_if(sockets_.begin(), sockets_.end(),
@@ -143,11 +142,12 @@ class ServiceThread {
         } catch (...) {  // out of memory: the next wake-up tries again
         }
       }
-      run_due_timers(lock);
+      run_due_timers();
     }
   }
 
-  void run_due_timers(std::unique_lock<std::mutex>& lock) {
+  // Lets go of mutex_ while each on_due runs.
+  void run_due_timers() REQUIRES(mutex_) {
     for (;;) {
       auto now = Clock::now();
       auto it = std::find_if(timers_.begin(), timers_.end(),
@@ -157,14 +157,14 @@ class ServiceThread {
       timers_.erase(it);
       running_ = t;
       running_cancelled_ = false;
-      lock.unlock();
+      mutex_.unlock();
       Clock::time_point next{};
       try {
         next = on_due_(t.s, t.kind);
       } catch (...) {  // out of memory: try again shortly
         next = now + std::chrono::milliseconds(100);
       }
-      lock.lock();
+      mutex_.lock();
       running_ = {};
       done_.notify_all();
       // Unless cancelled or scheduled anew while it ran.
@@ -175,14 +175,14 @@ class ServiceThread {
 
   const OnReady on_ready_;
   const OnDue on_due_;
-  std::mutex mutex_;  // everything below
-  std::condition_variable done_;
-  std::vector<S*> sockets_;
-  std::vector<Timer> timers_;
-  Timer running_{};  // the timer whose on_due runs now (s null: none)
-  bool running_cancelled_ = false;
-  int wake_[2] = {-1, -1};
-  bool started_ = false;
+  Mutex mutex_;  // a leaf while on_ready runs under it: on_ready takes only socket locks
+  CondVar done_;  // a running on_due ended
+  std::vector<S*> sockets_ GUARDED_BY(mutex_);
+  std::vector<Timer> timers_ GUARDED_BY(mutex_);
+  Timer running_ GUARDED_BY(mutex_){};  // the timer whose on_due runs now (s null: none)
+  bool running_cancelled_ GUARDED_BY(mutex_) = false;
+  int wake_[2] = {-1, -1};  // set once under mutex_ before the thread starts
+  bool started_ GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace rdmacm::rsocket

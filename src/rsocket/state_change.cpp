@@ -13,14 +13,15 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
-#include <mutex>
+
+#include "common/mutex.h"
 
 namespace rdmacm::rsocket {
 namespace {
 
-std::mutex mutex;
-unsigned sleepers = 0;   // under mutex
-bool suspended = false;  // under mutex: a round of wake-ups is going on
+Mutex mutex;  // a leaf
+unsigned sleepers GUARDED_BY(mutex) = 0;
+bool suspended GUARDED_BY(mutex) = false;  // a round of wake-ups is going on
 std::atomic<int> subscribers{0};
 
 int broadcast_fd() {
@@ -49,7 +50,7 @@ void empty() {
 
 void announce_state_change() {
   if (broadcast_fd() < 0) return;
-  std::lock_guard lock(mutex);
+  LockGuard lock(mutex);
   bool write = subscribers.load(std::memory_order_acquire) > 0;
   if (sleepers && !suspended) suspended = write = true;
   if (write) ring();
@@ -66,7 +67,7 @@ void state_change_unsubscribe() { subscribers.fetch_sub(1, std::memory_order_acq
 int sleep_begin() {
   int fd = broadcast_fd();
   if (fd < 0) return fd;
-  std::unique_lock lock(mutex);
+  UniqueLock lock(mutex);
   if (suspended) {
     lock.unlock();
     sched_yield();
@@ -79,7 +80,7 @@ int sleep_begin() {
 // The last one out empties the fd and ends the round; anyone else who slept
 // makes sure the others wake to re-check.
 void sleep_end(bool slept) {
-  std::lock_guard lock(mutex);
+  LockGuard lock(mutex);
   if (!--sleepers) {
     empty();
     suspended = false;

@@ -158,7 +158,7 @@ int StreamSocket::connect(const sockaddr* addr, socklen_t len) {
   if (!addr) return -EFAULT;
   if (len < sizeof(sa_family_t) || len > sizeof(id_->route.addr.dst_storage)) return -EINVAL;
   {
-    std::lock_guard lock(connect_mutex_);
+    LockGuard lock(connect_mutex_);
     if (state_ == kInit || state_ == kBound) std::memcpy(&id_->route.addr.dst_addr, addr, len);
   }
   int err = advance_connect();

@@ -5,8 +5,9 @@
 #include <infiniband/verbs.h>
 
 #include <atomic>
-#include <mutex>
 #include <vector>
+
+#include "common/mutex.h"
 
 #include "rsocket/completion_wait.h"
 #include "rsocket/message.h"
@@ -106,22 +107,22 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // stream_io.cpp: the data path; send and recv take one buffer.
   ssize_t recv(void* buf, size_t len, int flags);
   ssize_t send(const void* buf, size_t len, int flags);
-  int write_data(const void* buf, uint32_t length);
+  int write_data(const void* buf, uint32_t length) REQUIRES(cq_mutex_);
 
   // stream_queue.cpp: the QP's traffic.
   friend class CompletionWait<StreamSocket>;
-  int reap();
-  void arm();
-  int sleep_on_cq(int ms);
-  int take_completions();
+  int reap() REQUIRES(cq_mutex_);
+  void arm() REQUIRES(cq_mutex_);
+  int sleep_on_cq(int ms) REQUIRES(cq_sleep_mutex_);
+  int take_completions() REQUIRES(cq_mutex_);
   int wait_send_room(int flags);
   int post_recv();
   int post_message(uint32_t imm);
   int post_write(ibv_sge* sgl, int nsge, uint32_t imm, int flags, uint64_t addr, uint32_t rkey,
                  bool with_imm);
-  void send_credits();
-  bool should_give_credits() const;
-  void update_credits();
+  void send_credits() REQUIRES(cq_mutex_);
+  bool should_give_credits() const REQUIRES(cq_mutex_);
+  void update_credits() REQUIRES(cq_mutex_);
   // A control message, once a control slot is free (waiting at most ms).
   int send_ctrl(wire::Ctrl ctrl, int ms);
   bool peer_closed() const { return !(state_ & kConnected); }
@@ -132,23 +133,36 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
     ibv_mr* mr;
     int index;  // its slot in the peer's iomap table; -1: local only
   };
-  int send_iomaps(int flags);  // the new mappings, to the peer's table (send_mutex_ held)
+  int send_iomaps(int flags) REQUIRES(send_mutex_);  // the new mappings, to the peer's table
   void release_mappings();
   int get_route(void* value, socklen_t* len);  // rgetsockopt(SOL_RDMA, RDMA_ROUTE)
   // Copies len bytes from buf to the send buffer (or inline) and posts them
   // as one write: with immediate data (imm) to the target, or plain.
   int post_from_sbuf(const void* buf, uint32_t len, uint32_t imm, uint64_t addr, uint32_t rkey,
-                     bool with_imm);
+                     bool with_imm) REQUIRES(cq_mutex_);
 
-  bool can_send() const;
-  bool conn_can_send() const { return can_send() || !(state_ & kWritable); }
-  bool ctrl_available() const { return ctrl_seqno_ != ctrl_max_seqno_; }
-  bool conn_can_send_ctrl() const { return ctrl_available() || !(state_ & kConnected); }
-  bool have_data() const { return rmsg_head_ != rmsg_tail_; }
-  bool conn_have_data() const { return have_data() || !(state_ & kReadable); }
-  bool all_sends_done() const;
+  // Tests for CompletionWait (cq_mutex_ held).
+  bool can_send() const REQUIRES(cq_mutex_);
+  bool conn_can_send() const REQUIRES(cq_mutex_) { return can_send() || !(state_ & kWritable); }
+  bool ctrl_available() const REQUIRES(cq_mutex_) { return ctrl_seqno_ != ctrl_max_seqno_; }
+  bool conn_can_send_ctrl() const REQUIRES(cq_mutex_) {
+    return ctrl_available() || !(state_ & kConnected);
+  }
+  bool have_data() const REQUIRES(cq_mutex_) { return rmsg_head_ != rmsg_tail_; }
+  bool conn_have_data() const REQUIRES(cq_mutex_) { return have_data() || !(state_ & kReadable); }
+  bool all_sends_done() const REQUIRES(cq_mutex_);
   bool nonblocking(int flags) const { return (fd_flags_ & O_NONBLOCK) || (flags & MSG_DONTWAIT); }
 
+  // Locks, in the order they may be taken: connect_mutex_ (the handshake:
+  // advance_connect) and, apart, send_mutex_ (one sender: the pending
+  // iomaps) before map_mutex_ (the mapping lists); recv_mutex_ (one
+  // receiver: rbuf_offset_); any of those before cq_mutex_ (the CQ and every
+  // counter completions and posts update) before cq_sleep_mutex_ (one
+  // sleeper on the CQ's channel): completion_wait.h.
+  //
+  // state_ is read without a lock; it changes in one atomic step each, under
+  // connect_mutex_ during the handshake and under cq_mutex_ once connected
+  // (a change made on what it read holds cq_mutex_ across both).
   rdma_cm_id* id_ = nullptr;
   std::atomic<int> state_{kInit};
   int err_ = 0;
@@ -176,32 +190,36 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   ibv_mr* target_mr_ = nullptr;
 
   // Sequence numbers: messages sent / allowed, consumed / credited.
-  uint32_t ctrl_seqno_ = 0, ctrl_max_seqno_ = wire::kCtrlMessages;
-  uint16_t sseq_no_ = 0, sseq_comp_ = 0, rseq_no_ = 0, rseq_comp_ = 0;
+  uint32_t ctrl_seqno_ GUARDED_BY(cq_mutex_) = 0;
+  uint32_t ctrl_max_seqno_ GUARDED_BY(cq_mutex_) = wire::kCtrlMessages;
+  uint16_t sseq_no_ GUARDED_BY(cq_mutex_) = 0, sseq_comp_ GUARDED_BY(cq_mutex_) = 0;
+  uint16_t rseq_no_ GUARDED_BY(cq_mutex_) = 0, rseq_comp_ GUARDED_BY(cq_mutex_) = 0;
 
-  wire::Sge remote_sgl_{};  // the peer's target SGL
+  wire::Sge remote_sgl_{};  // the peer's target SGL (fixed at connection)
   wire::Sge remote_iomap_{};
-  uint32_t remote_sge_ = 0;  // next entry of it to write
-  uint32_t target_sge_ = 0;  // next entry of ours to send data to
+  uint32_t remote_sge_ GUARDED_BY(cq_mutex_) = 0;  // next entry of it to write
+  uint32_t target_sge_ GUARDED_BY(cq_mutex_) = 0;  // next entry of ours to send data to
 
-  int rbuf_bytes_avail_ = 0, rbuf_free_offset_ = 0, rbuf_offset_ = 0;
-  int sbuf_bytes_avail_ = 0;
-  ibv_sge ssgl_[2]{};
-  int sqe_avail_ = 0;
+  int rbuf_bytes_avail_ GUARDED_BY(cq_mutex_) = 0, rbuf_free_offset_ GUARDED_BY(cq_mutex_) = 0;
+  int rbuf_offset_ GUARDED_BY(recv_mutex_) = 0;
+  int sbuf_bytes_avail_ GUARDED_BY(cq_mutex_) = 0;
+  ibv_sge ssgl_[2] GUARDED_BY(cq_mutex_){};
+  int sqe_avail_ GUARDED_BY(cq_mutex_) = 0;
 
   std::vector<uint32_t> rmsg_;  // the lengths of received DATA messages: rq_size + 1 slots
-  int rmsg_head_ = 0, rmsg_tail_ = 0;
+  int rmsg_head_ GUARDED_BY(cq_mutex_) = 0, rmsg_tail_ GUARDED_BY(cq_mutex_) = 0;
 
-  int unack_cqe_ = 0;  // CQ events taken and not acknowledged yet (cq_sleep_mutex_)
+  int unack_cqe_ GUARDED_BY(cq_sleep_mutex_) = 0;  // CQ events taken, not acknowledged yet
 
   int accept_queue_[2] = {-1, -1};  // listener: fds of accepted sockets
 
-  std::mutex map_mutex_;          // the mapping lists (after send_mutex_ if both)
-  std::vector<Mapping> mapped_;   // sent to the peer, or local only
-  std::vector<Mapping> pending_;  // to send before the next data
-  std::vector<bool> slot_used_;   // the peer's iomap table entries we fill
+  Mutex map_mutex_ ACQUIRED_AFTER(send_mutex_);
+  std::vector<Mapping> mapped_ GUARDED_BY(map_mutex_);   // sent to the peer, or local only
+  std::vector<Mapping> pending_ GUARDED_BY(map_mutex_);  // to send before the next data
+  std::atomic<bool> iomaps_pending_{false};  // !pending_.empty(), for a look without the lock
+  std::vector<bool> slot_used_ GUARDED_BY(map_mutex_);   // the peer's iomap table entries we fill
 
-  std::mutex send_mutex_, recv_mutex_, connect_mutex_;
+  Mutex send_mutex_, recv_mutex_, connect_mutex_;
 };
 
 }  // namespace rdmacm::rsocket

@@ -31,7 +31,7 @@ ibv_mr* register_buffer(rdma_cm_id* id, void* addr, size_t len, bool remote_writ
 // each step pending (EINPROGRESS) and the CM service (or the application's
 // next call) comes back here when the step's event arrives.
 int StreamSocket::advance_connect() {
-  std::lock_guard lock(connect_mutex_);
+  LockGuard lock(connect_mutex_);
   int err = 0;
   switch (state_) {
     case kInit:
@@ -147,6 +147,7 @@ int StreamSocket::create_endpoint() {
   target_mr_ = register_buffer(id_, target_sgl_, target_len, true);
   if (!smr_ || !rmr_ || !target_mr_) return errno ? -errno : -ENOMEM;
 
+  LockGuard lock(cq_mutex_);  // the data path's counters (no completion can come yet)
   ssgl_[0].addr = ssgl_[1].addr = reinterpret_cast<uintptr_t>(sbuf_);
   ssgl_[0].lkey = ssgl_[1].lkey = smr_->lkey;
   sbuf_bytes_avail_ = static_cast<int>(sizes_.sbuf_size);
@@ -168,6 +169,7 @@ void StreamSocket::format_conn_data(wire::ConnData* out) const {
 
 void StreamSocket::save_conn_data(const wire::ConnData& in) {
   wire::PeerConnData peer = wire::decode_conn_data(in);
+  LockGuard lock(cq_mutex_);
   remote_sgl_ = peer.target_sgl;
   remote_sge_ = 1;
   swap_sgl_ = peer.swap_sgl;

@@ -34,19 +34,30 @@ ssize_t StreamSocket::recv(void* buf, size_t len, int flags) {
     if (err) return err == -EINPROGRESS ? -EAGAIN : err;
   }
   if (!(state_ & (kConnected | kDisconnected | kError))) return -ENOTCONN;
-  std::lock_guard lock(recv_mutex_);
+  LockGuard lock(recv_mutex_);
   auto* out = static_cast<uint8_t*>(buf);
   size_t left = len;
   int ret = 0;
   do {
-    if (!have_data()) {
+    // The messages between head and tail are ours to read: take_completions
+    // fills them before it moves the tail, both under cq_mutex_.
+    int head, tail;
+    {
+      LockGuard cq(cq_mutex_);
+      head = rmsg_head_;
+      tail = rmsg_tail_;
+    }
+    if (head == tail) {
       if ((ret = wait(&StreamSocket::conn_have_data, nonblocking(flags)))) break;
+      LockGuard cq(cq_mutex_);
+      head = rmsg_head_;
+      tail = rmsg_tail_;
     }
     bool peek = flags & MSG_PEEK;
-    int head = rmsg_head_, offset = rbuf_offset_;
+    int offset = rbuf_offset_;
     uint16_t consumed = 0;
     int freed = 0;
-    while (left && head != rmsg_tail_) {
+    while (left && head != tail) {
       uint32_t size = rmsg_[head];
       if (left < size) {
         size = static_cast<uint32_t>(left);
@@ -67,10 +78,10 @@ ssize_t StreamSocket::recv(void* buf, size_t len, int flags) {
       }
     }
     if (peek) break;
-    rmsg_head_ = head;
     rbuf_offset_ = offset;
     // What was consumed may be granted to the peer at once.
-    std::lock_guard cq(cq_mutex_);
+    LockGuard cq(cq_mutex_);
+    rmsg_head_ = head;
     rseq_no_ = static_cast<uint16_t>(rseq_no_ + consumed);
     rbuf_bytes_avail_ += freed;
     update_credits();
@@ -85,8 +96,8 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
     if (err) return err == -EINPROGRESS ? -EAGAIN : err;
   }
   if (!(state_ & kConnected)) return state_ & (kDisconnected | kError) ? -EPIPE : -ENOTCONN;
-  std::lock_guard lock(send_mutex_);
-  if (!pending_.empty()) {
+  LockGuard lock(send_mutex_);
+  if (iomaps_pending_.load(std::memory_order_acquire)) {
     if (int err = send_iomaps(flags)) return err;
   }
   auto* in = static_cast<const uint8_t*>(buf);
@@ -102,10 +113,9 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
     } else {
       size = static_cast<uint32_t>(left);
     }
+    LockGuard cq(cq_mutex_);  // sends and completions update the same counters
     size = std::min<uint32_t>(size, static_cast<uint32_t>(sbuf_bytes_avail_));
     size = std::min<uint32_t>(size, target_sgl_[target_sge_].length);
-
-    std::lock_guard cq(cq_mutex_);  // sends and completions update the same counters
     ret = write_data(in, size);
     if (ret) break;
     left -= size;
@@ -120,7 +130,7 @@ short StreamSocket::poll_state(short events) {
     reap_now();
     short revents = 0;
     {
-      std::lock_guard lock(cq_mutex_);
+      LockGuard lock(cq_mutex_);
       if ((events & POLLIN) && conn_have_data()) revents |= POLLIN;
       if ((events & POLLOUT) && can_send()) revents |= POLLOUT;
       if ((events & POLLRDHUP) && !(state_ & kReadable)) revents |= POLLRDHUP;  // peer shut writing

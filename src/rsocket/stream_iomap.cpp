@@ -15,7 +15,7 @@ namespace rdmacm::rsocket {
 off_t StreamSocket::iomap(void* buf, size_t len, int prot, int, off_t offset) {
   if (!id_->pd || (prot & ~(PROT_WRITE | PROT_NONE))) return -EINVAL;
   if (!buf || !len || offset < -1) return -EINVAL;
-  std::lock_guard lock(map_mutex_);
+  LockGuard lock(map_mutex_);
   Mapping m{0, nullptr, -1};
   if (prot & PROT_WRITE) {
     // One of the peer's table entries (it offered remote_iomap_.length).
@@ -31,6 +31,7 @@ off_t StreamSocket::iomap(void* buf, size_t len, int prot, int, off_t offset) {
   if (m.index >= 0) {
     slot_used_[m.index] = true;
     pending_.push_back(m);
+    iomaps_pending_.store(true, std::memory_order_release);
   } else {
     mapped_.push_back(m);
   }
@@ -38,7 +39,7 @@ off_t StreamSocket::iomap(void* buf, size_t len, int prot, int, off_t offset) {
 }
 
 int StreamSocket::iounmap(void* buf, size_t len) {
-  std::lock_guard lock(map_mutex_);
+  LockGuard lock(map_mutex_);
   for (auto* list : {&mapped_, &pending_}) {
     auto it = std::find_if(list->begin(), list->end(), [&](const Mapping& m) {
       return m.mr->addr == buf && m.mr->length == len;
@@ -47,21 +48,23 @@ int StreamSocket::iounmap(void* buf, size_t len) {
     ibv_dereg_mr(it->mr);
     if (it->index >= 0) slot_used_[it->index] = false;
     list->erase(it);
+    iomaps_pending_.store(!pending_.empty(), std::memory_order_release);
     return 0;
   }
   return -EINVAL;
 }
 
 void StreamSocket::release_mappings() {
-  std::lock_guard lock(map_mutex_);
+  LockGuard lock(map_mutex_);
   for (auto* list : {&mapped_, &pending_}) {
     for (const Mapping& m : *list) ibv_dereg_mr(m.mr);
     list->clear();
   }
+  iomaps_pending_.store(false, std::memory_order_release);
 }
 
 int StreamSocket::send_iomaps(int flags) {
-  std::lock_guard lock(map_mutex_);
+  LockGuard lock(map_mutex_);
   int ret = 0;
   while (!pending_.empty()) {
     if ((ret = wait_send_room(flags))) break;
@@ -70,7 +73,7 @@ int StreamSocket::send_iomaps(int flags) {
                                   static_cast<uint32_t>(m.mr->length)}};
     if (swap_sgl_) e = wire::byteswapped(e);
     {
-      std::lock_guard cq(cq_mutex_);
+      LockGuard cq(cq_mutex_);
       ++sseq_no_;
       --sqe_avail_;
       sbuf_bytes_avail_ -= static_cast<int>(sizeof(e));
@@ -83,14 +86,15 @@ int StreamSocket::send_iomaps(int flags) {
     mapped_.push_back(m);
     if (ret) break;
   }
+  iomaps_pending_.store(!pending_.empty(), std::memory_order_release);
   return ret;
 }
 
 ssize_t StreamSocket::iowrite(const void* buf, size_t len, off_t offset, int flags) {
   if (!buf && len) return -EFAULT;
   if (!(state_ & kConnected)) return -ENOTCONN;
-  std::lock_guard lock(send_mutex_);
-  if (!pending_.empty()) {
+  LockGuard lock(send_mutex_);
+  if (iomaps_pending_.load(std::memory_order_acquire)) {
     if (int err = send_iomaps(flags)) return err;
   }
   // The peer's announced buffers, as it wrote them into our table.
@@ -115,10 +119,10 @@ ssize_t StreamSocket::iowrite(const void* buf, size_t len, off_t offset, int fla
     if ((ret = wait_send_room(flags))) break;
     uint32_t size = chunk_limit < left ? chunk_limit : static_cast<uint32_t>(left);
     if (chunk_limit < left && chunk_limit < wire::kMaxTransfer) chunk_limit <<= 1;
-    size = std::min<uint32_t>(size, static_cast<uint32_t>(sbuf_bytes_avail_));
-    size = static_cast<uint32_t>(std::min<uint64_t>(size, target.offset + target.sge.length - at));
     {
-      std::lock_guard cq(cq_mutex_);
+      LockGuard cq(cq_mutex_);
+      size = std::min<uint32_t>(size, static_cast<uint32_t>(sbuf_bytes_avail_));
+      size = static_cast<uint32_t>(std::min<uint64_t>(size, target.offset + target.sge.length - at));
       --sqe_avail_;
       sbuf_bytes_avail_ -= static_cast<int>(size);
       ret = post_from_sbuf(in, size, wire::imm(wire::Op::write, size),

@@ -240,24 +240,35 @@ int StreamSocket::sleep_on_cq(int ms) {
 
 // Room for the next write (or the peer gone: ECONNRESET).
 int StreamSocket::wait_send_room(int flags) {
-  if (can_send()) return 0;
+  {
+    LockGuard lock(cq_mutex_);
+    if (can_send()) return 0;
+  }
   if (int err = wait(&StreamSocket::conn_can_send, nonblocking(flags))) return err;
   return state_ & kWritable ? 0 : -ECONNRESET;
 }
 
 void StreamSocket::send_keepalive() {
-  std::lock_guard lock(cq_mutex_);
+  LockGuard lock(cq_mutex_);
   if (!(state_ & kConnected) || !ctrl_available()) return;
   ++ctrl_seqno_;
   post_message(wire::imm(wire::Op::ctrl, static_cast<uint32_t>(wire::Ctrl::keepalive)));
 }
 
+// A slot freed by the wait may be taken by a keep-alive or a credit update
+// before we lock again: then -ETIMEDOUT too, never a message silently lost.
 int StreamSocket::send_ctrl(wire::Ctrl ctrl, int ms) {
-  if (!ctrl_available() && !wait_ms(&StreamSocket::conn_can_send_ctrl, ms)) return -ETIMEDOUT;
-  std::lock_guard lock(cq_mutex_);
-  if (!(state_ & kConnected) || !ctrl_available()) return 0;
-  ++ctrl_seqno_;
-  return post_message(wire::imm(wire::Op::ctrl, static_cast<uint32_t>(ctrl)));
+  for (bool waited = false;; waited = true) {
+    {
+      LockGuard lock(cq_mutex_);
+      if (!(state_ & kConnected)) return 0;
+      if (ctrl_available()) {
+        ++ctrl_seqno_;
+        return post_message(wire::imm(wire::Op::ctrl, static_cast<uint32_t>(ctrl)));
+      }
+    }
+    if (waited || !wait_ms(&StreamSocket::conn_can_send_ctrl, ms)) return -ETIMEDOUT;
+  }
 }
 
 }  // namespace rdmacm::rsocket

@@ -1,7 +1,7 @@
+#include "common/mutex.h"
 #include "rsocket/table.h"
 
 #include <atomic>
-#include <mutex>
 #include <new>
 
 #include "rsocket/socket.h"
@@ -17,7 +17,7 @@ struct Page {
   std::atomic<File*> slot[kPageSize];
 };
 constinit std::atomic<Page*> pages[kPages] = {};
-std::mutex grow;
+Mutex grow;  // a leaf: making a page (lookups take no lock)
 
 }  // namespace
 
@@ -34,7 +34,7 @@ bool insert_file(int fd, File* f) {
   std::atomic<Page*>& slot = pages[fd >> kPageBits];
   Page* page = slot.load(std::memory_order_acquire);
   if (!page) {
-    std::lock_guard lock(grow);
+    LockGuard lock(grow);
     page = slot.load(std::memory_order_relaxed);
     if (!page) {
       page = new (std::nothrow) Page{};
