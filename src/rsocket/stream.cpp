@@ -180,19 +180,22 @@ int StreamSocket::shutdown(int how) {
   if (state_ & kConnected) {
     wire::Ctrl ctrl = wire::Ctrl::disconnect;
     bool send = true;
-    if (how == SHUT_RDWR) {
-      // Until the peer has ended its side, only say we end ours (as TCP's
-      // FIN): a DISCONNECT makes an rdma-core 44 peer report POLLHUP with our
-      // last data unread (rstream -T a, whose server shuts down first).
-      // The DISCONNECT follows at rclose, once the peer has ended too.
-      if (state_ & kReadable) ctrl = wire::Ctrl::shutdown;
-      state_ &= ~(kReadable | kWritable);
-    } else if (how == SHUT_WR) {
-      state_ &= ~kWritable;
-      if (state_ & kReadable) ctrl = wire::Ctrl::shutdown;
-    } else {
-      state_ &= ~kReadable;
-      send = !(state_ & kWritable);
+    {
+      LockGuard lock(cq_mutex_);  // the change made on what it read
+      if (how == SHUT_RDWR) {
+        // Until the peer has ended its side, only say we end ours (as TCP's
+        // FIN): a DISCONNECT makes an rdma-core 44 peer report POLLHUP with
+        // our last data unread (rstream -T a, whose server shuts down
+        // first). The DISCONNECT follows at rclose, once the peer has ended.
+        if (state_ & kReadable) ctrl = wire::Ctrl::shutdown;
+        state_ &= ~(kReadable | kWritable);
+      } else if (how == SHUT_WR) {
+        state_ &= ~kWritable;
+        if (state_ & kReadable) ctrl = wire::Ctrl::shutdown;
+      } else {
+        state_ &= ~kReadable;
+        send = !(state_ & kWritable);
+      }
     }
     if (send) err = send_ctrl(ctrl, kShutdownWaitMs);
   }
@@ -223,11 +226,16 @@ void StreamSocket::release(std::unique_ptr<File> self) {
     keepalive_on_ = false;
   }
   if (!(state_ & kConnected)) return;
-  if (state_ & kWritable) {
-    state_ &= ~kWritable;
-    close_ctrl_ = state_ & kReadable ? wire::Ctrl::shutdown : wire::Ctrl::disconnect;
-    close_ctrl_pending_ = send_ctrl(close_ctrl_, 0) == -ETIMEDOUT;
+  bool tell = false;
+  {
+    LockGuard lock(cq_mutex_);
+    if (state_ & kWritable) {
+      state_ &= ~kWritable;
+      close_ctrl_ = state_ & kReadable ? wire::Ctrl::shutdown : wire::Ctrl::disconnect;
+      tell = true;
+    }
   }
+  if (tell) close_ctrl_pending_ = send_ctrl(close_ctrl_, 0) == -ETIMEDOUT;
   if (!(state_ & kConnected)) return;
   linger_until_us_ = now_us() + kLingerMs * 1000ull;
   // If no lingerer takes it (no thread), it goes at once.
@@ -244,7 +252,10 @@ bool StreamSocket::linger_done() {
 // give that a moment to leave, and flush the QP.
 void StreamSocket::finish_close() {
   if (state_ & kConnected) {
-    state_ &= ~(kReadable | kWritable);
+    {
+      LockGuard lock(cq_mutex_);
+      state_ &= ~(kReadable | kWritable);
+    }
     send_ctrl(wire::Ctrl::disconnect, 100);
     wait_ms(&StreamSocket::all_sends_done, 200);
   }
@@ -288,7 +299,10 @@ void StreamSocket::handle_cm_event() {
     // The peer (or its host) is gone without a word. Flushing the QP
     // completes the posted receives, which wakes a thread asleep on the CQ
     // in rrecv or rsend (rdma-core 44 leaves it asleep).
-    state_ = kDisconnected;
+    {
+      LockGuard lock(cq_mutex_);
+      state_ = kDisconnected;
+    }
     core::flush_qp(id_);
   }
   if (!(state_ & kOpening)) announce_state_change();

@@ -160,9 +160,11 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // counter completions and posts update) before cq_sleep_mutex_ (one
   // sleeper on the CQ's channel): completion_wait.h.
   //
-  // state_ is read without a lock; it changes in one atomic step each, under
-  // connect_mutex_ during the handshake and under cq_mutex_ once connected
-  // (a change made on what it read holds cq_mutex_ across both).
+  // state_ is read without a lock and changes in one atomic step each: by
+  // the application's bind and listen, under connect_mutex_ during the
+  // handshake (advance_connect; a new accepted socket before rraccept hands
+  // it out), under cq_mutex_ once connected (a change made on what it read
+  // holds cq_mutex_ across both).
   rdma_cm_id* id_ = nullptr;
   std::atomic<int> state_{kInit};
   int err_ = 0;
@@ -210,6 +212,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   int rmsg_head_ GUARDED_BY(cq_mutex_) = 0, rmsg_tail_ GUARDED_BY(cq_mutex_) = 0;
 
   int unack_cqe_ GUARDED_BY(cq_sleep_mutex_) = 0;  // CQ events taken, not acknowledged yet
+  std::atomic<bool> cq_failed_{false};  // the channel failed (sleep_on_cq): an error at the next reap
 
   int accept_queue_[2] = {-1, -1};  // listener: fds of accepted sockets
 

@@ -211,6 +211,7 @@ int StreamSocket::take_completions() {
 // CompletionWait's: credits granted before and after taking completions, as
 // rdma-core 44's rs_process_cq does around its rs_poll_cq.
 int StreamSocket::reap() {
+  if (cq_failed_.exchange(false)) state_ = kError;
   update_credits();
   int ret = take_completions();
   update_credits();
@@ -228,7 +229,7 @@ int StreamSocket::sleep_on_cq(int ms) {
   void* context;
   if (ibv_get_cq_event(id_->recv_cq_channel, &cq, &context)) {
     int err = errno;
-    if (err != EAGAIN && err != EINTR) state_ = kError;
+    if (err != EAGAIN && err != EINTR) cq_failed_ = true;  // reap makes it the socket's
     return -err;
   }
   if (++unack_cqe_ >= sizes_.sq_size + sizes_.rq_size) {
