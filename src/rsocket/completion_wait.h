@@ -32,9 +32,26 @@
 #include <cerrno>
 #include <cstdint>
 #include "common/mutex.h"
-#include "rsocket/waiting.h"
+#include "rsocket/clock.h"
+#include "rsocket/config.h"
 
 namespace rdmacm::rsocket {
+
+// rdma-core 44's spin before sleeping: process(nonblock) returns 0 when what the caller waits for holds,
+// -EWOULDBLOCK when it would have to sleep, else -errno. Looks without
+// sleeping for up to polling_time microseconds, then (unless nonblock) once
+// more allowed to sleep.
+template <typename Process>
+int spin_then_sleep(bool nonblock, Process&& process) {
+  uint64_t start = 0;
+  for (;;) {
+    int ret = process(true);
+    if (!ret || nonblock || ret != -EWOULDBLOCK) return ret;
+    if (!start) start = now_us();
+    if (now_us() - start > config().polling_time) break;
+  }
+  return process(false);
+}
 
 template <typename S>
 class CompletionWait {

@@ -12,7 +12,6 @@
 
 #include "rsocket/config.h"
 #include "rsocket/datagram.h"
-#include "rsocket/waiting.h"
 
 namespace rdmacm::rsocket {
 // Under cq_mutex_. Round robin over the QPs, resuming where the last call

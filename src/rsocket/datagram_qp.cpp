@@ -14,9 +14,9 @@
 #include <cstring>
 
 #include "core/cm.h"
+#include "rsocket/buffers.h"
 #include "rsocket/datagram.h"
 #include "rsocket/queue_pair.h"
-#include "rsocket/waiting.h"
 
 namespace rdmacm::rsocket {
 namespace {

@@ -17,11 +17,11 @@
 #include <cerrno>
 #include <vector>
 
+#include "rsocket/clock.h"
 #include "rsocket/config.h"
 #include "rsocket/file.h"
 #include "rsocket/state_change.h"
 #include "rsocket/table.h"
-#include "rsocket/waiting.h"
 
 namespace rdmacm::rsocket {
 namespace {

@@ -43,12 +43,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rsocket/clock.h"
 #include "rsocket/config.h"
 #include "rsocket/kernel_fds.h"
 #include "rsocket/socket.h"
 #include "rsocket/state_change.h"
 #include "rsocket/table.h"
-#include "rsocket/waiting.h"
 
 namespace rdmacm::rsocket {
 namespace {

@@ -14,13 +14,13 @@
 #include <new>
 
 #include "core/cm.h"
+#include "rsocket/clock.h"
 #include "rsocket/config.h"
 #include "rsocket/kernel_fds.h"
 #include "rsocket/queue_pair.h"
-#include "rsocket/stream_service.h"
 #include "rsocket/state_change.h"
+#include "rsocket/stream_service.h"
 #include "rsocket/table.h"
-#include "rsocket/waiting.h"
 
 namespace rdmacm::rsocket {
 namespace {

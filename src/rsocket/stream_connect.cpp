@@ -8,10 +8,10 @@
 #include <cstring>
 
 #include "core/cm.h"
+#include "rsocket/buffers.h"
 #include "rsocket/kernel_fds.h"
 #include "rsocket/queue_pair.h"
 #include "rsocket/stream.h"
-#include "rsocket/waiting.h"
 
 namespace rdmacm::rsocket {
 namespace {

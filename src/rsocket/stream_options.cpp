@@ -14,8 +14,8 @@
 #include "core/cm.h"
 #include "rsocket/option_value.h"
 #include "rsocket/protocol.h"
-#include "rsocket/stream_service.h"
 #include "rsocket/stream.h"
+#include "rsocket/stream_service.h"
 
 namespace rdmacm::rsocket {
 namespace {
