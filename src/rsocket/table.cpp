@@ -1,9 +1,9 @@
-#include "common/mutex.h"
 #include "rsocket/table.h"
 
 #include <atomic>
 #include <new>
 
+#include "common/mutex.h"
 #include "rsocket/socket.h"
 
 namespace rdmacm::rsocket {
