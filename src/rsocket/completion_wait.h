@@ -37,10 +37,10 @@
 
 namespace rdmacm::rsocket {
 
-// rdma-core 44's spin before sleeping: process(nonblock) returns 0 when what the caller waits for holds,
-// -EWOULDBLOCK when it would have to sleep, else -errno. Looks without
-// sleeping for up to polling_time microseconds, then (unless nonblock) once
-// more allowed to sleep.
+// rdma-core 44's spin before sleeping: process(nonblock) returns 0 when
+// what the caller waits for holds, -EWOULDBLOCK when it would have to sleep,
+// else -errno. Looks without sleeping for up to polling_time microseconds,
+// then (unless nonblock) once more allowed to sleep.
 template <typename Process>
 int spin_then_sleep(bool nonblock, Process&& process) {
   uint64_t start = 0;
@@ -62,7 +62,8 @@ class CompletionWait {
   // microseconds, then (unless nonblock: -EWOULDBLOCK) sleeps between looks.
   // 0, or -errno.
   int wait(Test test, bool nonblock) {
-    return spin_then_sleep(nonblock, [&](bool look_only) { return wait_loop(test, look_only, -1); });
+    return spin_then_sleep(nonblock,
+                           [&](bool look_only) { return wait_loop(test, look_only, -1); });
   }
 
   // As wait, for at most ms milliseconds: a stopped or dead peer cannot hold

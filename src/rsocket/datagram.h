@@ -98,7 +98,9 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
     ibv_wc wc;        // with the slot's GRH: an AH back to the sender
   };
   struct AddrLess {
-    bool operator()(const Addr& a, const Addr& b) const { return std::memcmp(&a, &b, sizeof(Addr)) < 0; }
+    bool operator()(const Addr& a, const Addr& b) const {
+      return std::memcmp(&a, &b, sizeof(Addr)) < 0;
+    }
   };
   // A receive's wr_id: this flag and the slot's offset.
   static constexpr uint64_t kRecvFlag = 1ull << 63;

@@ -57,8 +57,12 @@ struct IomapEntry {
 static_assert(sizeof(IomapEntry) == 24);
 
 // What a peer of the other byte order finds in its memory (kConnFlagNet).
-inline Sge byteswapped(const Sge& s) { return {bswap_64(s.addr), bswap_32(s.key), bswap_32(s.length)}; }
-inline IomapEntry byteswapped(const IomapEntry& e) { return {bswap_64(e.offset), byteswapped(e.sge)}; }
+inline Sge byteswapped(const Sge& s) {
+  return {bswap_64(s.addr), bswap_32(s.key), bswap_32(s.length)};
+}
+inline IomapEntry byteswapped(const IomapEntry& e) {
+  return {bswap_64(e.offset), byteswapped(e.sge)};
+}
 
 constexpr uint8_t kVersion = 1;
 constexpr uint8_t kConnFlagNet = 1 << 0;    // the sender is big-endian

@@ -168,7 +168,8 @@ class ServiceThread {
       running_ = {};
       done_.notify_all();
       // Unless cancelled or scheduled anew while it ran.
-      if (next != Clock::time_point{} && !running_cancelled_ && find_timer(t.s, t.kind) == timers_.end())
+      if (next != Clock::time_point{} && !running_cancelled_ &&
+          find_timer(t.s, t.kind) == timers_.end())
         timers_.push_back({t.s, t.kind, next});
     }
   }

@@ -212,7 +212,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   int rmsg_head_ GUARDED_BY(cq_mutex_) = 0, rmsg_tail_ GUARDED_BY(cq_mutex_) = 0;
 
   int unack_cqe_ GUARDED_BY(cq_sleep_mutex_) = 0;  // CQ events taken, not acknowledged yet
-  std::atomic<bool> cq_failed_{false};  // the channel failed (sleep_on_cq): an error at the next reap
+  std::atomic<bool> cq_failed_{false};  // the channel failed (sleep_on_cq): kError at the next reap
 
   int accept_queue_[2] = {-1, -1};  // listener: fds of accepted sockets
 

@@ -65,6 +65,35 @@ TEST(RsocketWire, ImmediateDataAndScales) {
   EXPECT_EQ(wire::value_of(wire::scale_of(512, 8), 8), 512);
 }
 
+// What a peer of the other byte order (kConnFlagNet) finds in its target SGL
+// and iomap table: every field reversed in place, offsets unchanged.
+TEST(RsocketWire, AnSgeAndAnIomapEntryForAPeerOfTheOtherByteOrder) {
+  wire::Sge sge{0x0102030405060708ull, 0x11223344u, 0x55667788u};
+  wire::Sge swapped = wire::byteswapped(sge);
+  const uint8_t expected[16] = {0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+                                0x44, 0x33, 0x22, 0x11, 0x88, 0x77, 0x66, 0x55};
+  uint8_t native[16];
+  std::memcpy(native, &swapped, sizeof(native));
+  wire::Sge back = wire::byteswapped(swapped);
+  if (__BYTE_ORDER == __LITTLE_ENDIAN) {
+    // Stored big-endian: the bytes read as the values' big-endian form.
+    const uint8_t be[16] = {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
+                            0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88};
+    EXPECT_EQ(std::memcmp(native, be, 16), 0);
+  } else {
+    EXPECT_EQ(std::memcmp(native, expected, 16), 0);
+  }
+  EXPECT_EQ(back.addr, sge.addr);
+  EXPECT_EQ(back.key, sge.key);
+  EXPECT_EQ(back.length, sge.length);
+  wire::IomapEntry e{0x1000, sge};
+  wire::IomapEntry se = wire::byteswapped(e);
+  EXPECT_EQ(se.offset, 0x0010000000000000ull);
+  EXPECT_EQ(se.sge.addr, swapped.addr);
+  EXPECT_EQ(se.sge.key, swapped.key);
+  EXPECT_EQ(se.sge.length, swapped.length);
+}
+
 class RsocketTest : public CmTest {};
 
 TEST_F(RsocketTest, UnsupportedDomainsTypesAndProtocols) {
