@@ -1,5 +1,5 @@
 // The r* calls: find the file behind the fd (file.h), and for the socket
-// calls the socket; check what rdma-core checks (and the pointers it would
+// calls the socket; check what rdma-core 44 checks (and the pointers it would
 // crash on), and hand over. Every send and receive call is the socket's
 // sendmsg or recvmsg (socket.h), as the kernel's.
 #include "rsocket/calls.h"
@@ -37,7 +37,7 @@ namespace {
 
 // The socket behind fd; else -EBADF in *err if fd is none of the wing's, or
 // not_socket if it is a file that is not a socket (a repoll set: ENOTSOCK,
-// as for a kernel epoll fd; EINVAL for the riomap calls, as rdma-core's
+// as for a kernel epoll fd; EINVAL for the riomap calls, as rdma-core 44's
 // answer for a socket without them).
 Socket* lookup(int fd, int not_socket, int* err) {
   File* f = find_file(fd);
@@ -144,7 +144,7 @@ ssize_t sendv(int fd, const iovec* iov, int iovcnt, int flags) {
   return send_on(s, [&] { return s->sendmsg(message(iov, static_cast<size_t>(iovcnt)), flags); });
 }
 
-// As rdma-core's: to the connected peer, whatever msg_name says.
+// As rdma-core 44's: to the connected peer, whatever msg_name says.
 ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
   if (!msg) return -EFAULT;
   if (msg->msg_control && msg->msg_controllen) return -ENOTSUP;
@@ -157,7 +157,7 @@ ssize_t recv(int fd, void* buf, size_t len, int flags) {
   WITH_SOCKET(fd, s->recvmsg(m, flags));
 }
 
-// A stream has no source per message: rdma-core's rrecvfrom names its peer.
+// A stream has no source per message: rdma-core 44's rrecvfrom names its peer.
 ssize_t recvfrom(int fd, void* buf, size_t len, int flags, sockaddr* src, socklen_t* src_len) {
   int err;
   Socket* s = lookup(fd, -ENOTSOCK, &err);
@@ -182,13 +182,13 @@ ssize_t recvv(int fd, const iovec* iov, int iovcnt, int flags) {
   return s->recvmsg(m, flags);
 }
 
-// A datagram's source in msg_name, as recvmsg(2) gives it (rdma-core leaves
+// A datagram's source in msg_name, as recvmsg(2) gives it (rdma-core 44 leaves
 // it unset); a stream leaves msg_name and msg_namelen as they are.
 ssize_t recvmsg(int fd, msghdr* msg, int flags) {
   if (!msg) return -EFAULT;
   if (msg->msg_control && msg->msg_controllen) return -ENOTSUP;
   int err;
-  int iovcnt = static_cast<int>(msg->msg_iovlen);  // as rdma-core's
+  int iovcnt = static_cast<int>(msg->msg_iovlen);  // as rdma-core 44's
   Socket* s = lookup_vector(fd, msg->msg_iov, iovcnt, &err);
   if (!s) return err;
   msghdr m = message(msg->msg_iov, static_cast<size_t>(iovcnt));

@@ -1,7 +1,7 @@
 // The buffers of a sendmsg / recvmsg (msg_iov), as each socket type takes
 // them: a stream's in turn, a datagram's as one message. Each hands the
 // buffers to the type's per-buffer body; a message of one buffer goes to it
-// as it is (rsend, rrecv: no copy, no allocation; and as rdma-core's rrecvv,
+// as it is (rsend, rrecv: no copy, no allocation; and as rdma-core 44's rrecvv,
 // which receives into the first buffer only).
 #pragma once
 

@@ -1,4 +1,4 @@
-// rpoll: as rdma-core's, first a short spin over the sockets' state
+// rpoll: as rdma-core 44's, first a short spin over the sockets' state
 // (polling_time), then sleeping in poll(2) on what would wake each socket
 // (its CQ's channel, its CM channel, a listener's accept queue) beside the
 // ordinary fds, re-checking at least every wake_up_interval.

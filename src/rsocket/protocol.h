@@ -1,4 +1,4 @@
-// The rsocket wire format, as rdma-core's rsockets speak it: whatever crosses
+// The rsocket wire format, as rdma-core 44's rsockets speak it: whatever crosses
 // the network or is written into the peer's memory is declared here, so that
 // our rsockets and rdma-core 44's talk to each other in both directions.
 //

@@ -450,7 +450,7 @@ int find_set(int epfd, EpollSet** set) {
 }  // namespace
 
 int repoll_create(int flags) {
-  // epoll_create1's flags (rdma-core ignores bits it does not know).
+  // epoll_create1's flags (rdma-core 44 ignores bits it does not know).
   if (flags & ~EPOLL_CLOEXEC) return -EINVAL;
   int err = 0;
   EpollSet* set = EpollSet::create(flags, &err);

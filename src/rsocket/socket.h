@@ -2,7 +2,7 @@
 // operations (the kernel's proto_ops). One interface, with the stream (RC)
 // implementation in stream*.cpp and the datagram (UD) one in datagram*.cpp;
 // what a type does not support has a named default here, answering as
-// rdma-core's does (the kernel's sock_no_*).
+// rdma-core 44's does (the kernel's sock_no_*).
 //
 // Every call returns >= 0 or -errno (never throws across the C boundary:
 // api/rsockets.cpp converts). Locks, in the order they may be taken:
@@ -48,7 +48,7 @@ class Socket : public File {
   virtual int set_option(int level, int name, const void* value, socklen_t len) = 0;
   virtual int get_option(int level, int name, void* value, socklen_t* len) = 0;
   // riomap / riounmap / riowrite (direct placement into the peer's mapped
-  // buffers); sockets without them answer as rdma-core's datagram ones.
+  // buffers); sockets without them answer as rdma-core 44's datagram ones.
   virtual off_t iomap(void*, size_t, int, int, off_t) { return -EINVAL; }
   virtual int iounmap(void*, size_t) { return -EINVAL; }
   virtual ssize_t iowrite(const void*, size_t, off_t, int) { return -EINVAL; }

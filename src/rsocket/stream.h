@@ -47,7 +47,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   int accept(sockaddr* addr, socklen_t* len) override;
   int connect(const sockaddr* addr, socklen_t len) override;
   // The buffers in turn, until one is not taken whole; a receive fills the
-  // ones after the first only with what is already there (rdma-core's
+  // ones after the first only with what is already there (rdma-core 44's
   // rrecvv fills only the first).
   ssize_t sendmsg(const msghdr& msg, int flags) override {
     return in_turn(msg, [&](const iovec& b, bool) { return send(b.iov_base, b.iov_len, flags); });

@@ -1,6 +1,6 @@
 // fd -> file, for every r* call. Lookups take no lock: a two-level array
 // indexed by the fd (pages of 1024 slots allocated on first use and never
-// freed), as rdma-core's index map. Adding and removing are the file's
+// freed), as rdma-core 44's index map. Adding and removing are the file's
 // creation and rclose; a lookup racing an rclose of the same fd is the
 // application's race, as with close(2).
 #pragma once
