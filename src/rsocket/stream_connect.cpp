@@ -155,6 +155,8 @@ int StreamSocket::create_endpoint() {
   rbuf_bytes_avail_ = static_cast<int>(sizes_.rbuf_size >> 1);
   sqe_avail_ = sizes_.sq_size - static_cast<int>(ctrl_max_seqno_);
   rseq_comp_ = sizes_.rq_size >> 1;
+  rseq_granted_ = sizes_.rq_size;                    // the credits in our connection data
+  rbuf_granted_ = sizes_.rbuf_size >> 1;             // and its data buffer
   for (int i = 0; i < sizes_.rq_size; ++i)
     if (int err = post_recv()) return err;
   return 0;

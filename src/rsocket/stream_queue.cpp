@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/cm.h"
+#include "core/trace.h"
 #include "rsocket/stream.h"
 
 namespace rdmacm::rsocket {
@@ -86,7 +87,8 @@ int StreamSocket::post_from_sbuf(const void* buf, uint32_t len, uint32_t imm, ui
 void StreamSocket::send_credits() {
   ++ctrl_seqno_;
   rseq_comp_ = static_cast<uint16_t>(rseq_no_ + (sizes_.rq_size >> 1));
-  uint32_t credit = wire::imm(wire::Op::sgl, static_cast<uint16_t>(rseq_no_ + sizes_.rq_size));
+  rseq_granted_ = static_cast<uint16_t>(rseq_no_ + sizes_.rq_size);
+  uint32_t credit = wire::imm(wire::Op::sgl, rseq_granted_);
   if (rbuf_bytes_avail_ < static_cast<int>(sizes_.rbuf_size >> 1)) {
     post_message(credit);
     return;
@@ -110,6 +112,7 @@ void StreamSocket::send_credits() {
   post_write(&ib, 1, credit, flags, remote_sgl_.addr + remote_sge_ * sizeof(wire::Sge),
              remote_sgl_.key, true);
   rbuf_bytes_avail_ -= static_cast<int>(sizes_.rbuf_size >> 1);
+  rbuf_granted_ += sizes_.rbuf_size >> 1;
   rbuf_free_offset_ += static_cast<int>(sizes_.rbuf_size >> 1);
   if (rbuf_free_offset_ >= static_cast<int>(sizes_.rbuf_size)) rbuf_free_offset_ = 0;
   if (++remote_sge_ == remote_sgl_.length) remote_sge_ = 0;
@@ -135,6 +138,73 @@ bool StreamSocket::all_sends_done() const {
          !(state_ & kConnected);
 }
 
+// One of the peer's messages, checked against the protocol and what we
+// granted it: 0, or the errno that ends the connection (a peer that breaks
+// the protocol is not read further: never bytes it did not send, never a
+// counter it can run past). rdma-core 44 checks none of this.
+int StreamSocket::take_message(const ibv_wc& wc, const char** why) {
+  if (wc.status != IBV_WC_SUCCESS) {
+    *why = "a receive failed";  // a SEND with a payload, or the QP died
+    return ECONNRESET;
+  }
+  *why = "a message without immediate data";
+  if (!(wc.wc_flags & IBV_WC_WITH_IMM)) return EPROTO;
+  uint32_t msg = be32toh(wc.imm_data);
+  uint32_t data = wire::imm_data(msg);
+  switch (wire::imm_op(msg)) {
+    case wire::Op::sgl:
+      sseq_comp_ = static_cast<uint16_t>(data);
+      return 0;
+    case wire::Op::iomap_sgl:
+      // The peer wrote entry `data` of our iomap table (our riowrite reads it).
+      *why = "an iomap entry past the table";
+      if (data >= target_iomap_size_) return EPROTO;
+      *why = "more messages than the credits granted";
+      return take_credit() ? 0 : EPROTO;
+    case wire::Op::ctrl:
+      if (data == static_cast<uint32_t>(wire::Ctrl::disconnect)) {
+        state_ = kDisconnected;
+      } else if (data == static_cast<uint32_t>(wire::Ctrl::shutdown)) {
+        if (state_ & kWritable)
+          state_ &= ~kReadable;
+        else
+          state_ = kDisconnected;
+      }
+      return 0;  // a keep-alive, or a control value of a later version
+    case wire::Op::data:
+      *why = "more messages than the credits granted";
+      if (!take_credit()) return EPROTO;
+      *why = "a DATA message of no bytes";
+      if (!data) return EPROTO;
+      *why = "a DATA message past the receive window granted";
+      if (data > rbuf_granted_) return EPROTO;
+      rbuf_granted_ -= data;
+      rmsg_[rmsg_tail_] = data;
+      if (++rmsg_tail_ == sizes_.rq_size + 1) rmsg_tail_ = 0;
+      return 0;
+    default:
+      *why = "a message of an unknown op";  // rdma-core 44 takes it as data
+      return EPROTO;
+  }
+}
+
+// A DATA or IOMAP_SGL message uses one of the credits our last grant allowed.
+bool StreamSocket::take_credit() {
+  if (rseq_recv_ == rseq_granted_) return false;
+  ++rseq_recv_;
+  return true;
+}
+
+// Ends the connection for a peer's fault: the application's next call gets
+// err (once what arrived before it is read), rpoll POLLERR, and the peer a
+// disconnect.
+void StreamSocket::end_connection(int err, const char* why) {
+  state_ = kError;
+  err_ = err;
+  if (core::trace_on) core::trace_rsocket(fd_, why, err);
+  core::disconnect(id_);
+}
+
 // Takes what completed: the peer's messages (data, credits, control) and our
 // sends' completions. Reposts a receive for each message taken.
 int StreamSocket::take_completions() {
@@ -142,60 +212,35 @@ int StreamSocket::take_completions() {
   int ret, taken = 0;
   while ((ret = ibv_poll_cq(id_->recv_cq, 1, &wc)) > 0) {
     if (wc.wr_id & kRecvFlag) {
-      if (wc.status != IBV_WC_SUCCESS) continue;
+      // After a disconnect or a violation, what is left is flushed unread.
+      if (!(state_ & kConnected)) continue;
       ++taken;
-      uint32_t msg = be32toh(wc.imm_data);
-      switch (wire::imm_op(msg)) {
-        case wire::Op::sgl:
-          sseq_comp_ = static_cast<uint16_t>(wire::imm_data(msg));
-          break;
-        case wire::Op::iomap_sgl:
-          break;  // the peer updated our iomap view: nothing to do
-        case wire::Op::ctrl:
-          if (wire::imm_data(msg) == static_cast<uint32_t>(wire::Ctrl::disconnect)) {
-            state_ = kDisconnected;
-            return 0;
-          }
-          if (wire::imm_data(msg) == static_cast<uint32_t>(wire::Ctrl::shutdown)) {
-            if (state_ & kWritable) {
-              state_ &= ~kReadable;
-            } else {
-              state_ = kDisconnected;
-              return 0;
-            }
-          }
-          break;
-        case wire::Op::data:
-          rmsg_[rmsg_tail_] = wire::imm_data(msg);
-          if (++rmsg_tail_ == sizes_.rq_size + 1) rmsg_tail_ = 0;
-          break;
-        default:
-          break;  // no other op is sent (rdma-core 44 takes unknown ones as data)
-      }
-    } else {
-      uint32_t sent = static_cast<uint32_t>(wc.wr_id);
-      switch (wire::imm_op(sent)) {
-        case wire::Op::sgl:
-          ++ctrl_max_seqno_;
-          break;
-        case wire::Op::ctrl:
-          ++ctrl_max_seqno_;
-          if (wire::imm_data(sent) == static_cast<uint32_t>(wire::Ctrl::disconnect))
-            state_ = kDisconnected;
-          break;
-        case wire::Op::iomap_sgl:
-          ++sqe_avail_;
-          sbuf_bytes_avail_ += sizeof(wire::IomapEntry);
-          break;
-        default:
-          ++sqe_avail_;
-          sbuf_bytes_avail_ += static_cast<int>(wire::imm_data(sent));
-          break;
-      }
-      if (wc.status != IBV_WC_SUCCESS && (state_ & kConnected)) {
-        state_ = kError;
-        err_ = EIO;
-      }
+      const char* why = nullptr;
+      if (int err = take_message(wc, &why)) end_connection(err, why);
+      continue;
+    }
+    uint32_t sent = static_cast<uint32_t>(wc.wr_id);
+    switch (wire::imm_op(sent)) {
+      case wire::Op::sgl:
+        ++ctrl_max_seqno_;
+        break;
+      case wire::Op::ctrl:
+        ++ctrl_max_seqno_;
+        if (wire::imm_data(sent) == static_cast<uint32_t>(wire::Ctrl::disconnect))
+          state_ = kDisconnected;
+        break;
+      case wire::Op::iomap_sgl:
+        ++sqe_avail_;
+        sbuf_bytes_avail_ += sizeof(wire::IomapEntry);
+        break;
+      default:
+        ++sqe_avail_;
+        sbuf_bytes_avail_ += static_cast<int>(wire::imm_data(sent));
+        break;
+    }
+    if (wc.status != IBV_WC_SUCCESS && (state_ & kConnected)) {
+      state_ = kError;
+      err_ = EIO;
     }
   }
   if (state_ & kConnected) {
@@ -246,7 +291,8 @@ int StreamSocket::wait_send_room(int flags) {
     if (can_send()) return 0;
   }
   if (int err = wait(&StreamSocket::conn_can_send, nonblocking(flags))) return err;
-  return state_ & kWritable ? 0 : -ECONNRESET;
+  if (state_ & kWritable) return 0;
+  return state_ & kError ? connection_error() : -ECONNRESET;
 }
 
 void StreamSocket::send_keepalive() {
