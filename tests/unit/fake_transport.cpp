@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -72,6 +73,13 @@ std::vector<Cmd> FakeTransport::commands() const {
 void FakeTransport::reply(Cmd command, uint32_t event) {
   std::lock_guard lock(mutex_);
   replies_[command] = event;
+  reply_data_.erase(command);
+}
+
+void FakeTransport::reply(Cmd command, uint32_t event, const std::vector<uint8_t>& private_data) {
+  std::lock_guard lock(mutex_);
+  replies_[command] = event;
+  reply_data_[command] = private_data;
 }
 
 int FakeTransport::replied(Cmd command, int fd, uint32_t id, uint64_t uid, int err) {
@@ -83,6 +91,11 @@ int FakeTransport::replied(Cmd command, int fd, uint32_t id, uint64_t uid, int e
   w.uid = uid ? uid : known == ids_.end() ? 0 : known->second;
   w.id = id;
   w.event = it->second;
+  if (auto data = reply_data_.find(command); data != reply_data_.end()) {
+    size_t len = std::min(data->second.size(), sizeof(w.param.conn.private_data));
+    if (len) std::memcpy(w.param.conn.private_data, data->second.data(), len);
+    w.param.conn.private_data_len = static_cast<uint8_t>(len);
+  }
   push(fd, w);
   return 0;
 }
@@ -289,7 +302,7 @@ int FakeTransport::query_path(int, uint32_t id, ibv_path_data*, size_t* n) {
 int FakeTransport::connect(int fd, uint32_t id, const ucma_abi_conn_param& param, const ucma_abi_ece&) {
   {
     std::lock_guard lock(mutex_);
-    last_conn = param;
+    last_conn = last_connect = param;
   }
   return replied(Cmd::connect, fd, id, 0, simple(Cmd::connect, id));
 }

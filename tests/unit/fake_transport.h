@@ -112,6 +112,9 @@ class FakeTransport : public Transport {
   // reports the outcome of resolve_route, connect, accept, disconnect or a
   // join (whose event is the group's).
   void reply(Cmd command, uint32_t event);
+  // The same, the event carrying this private data (a CONNECT_RESPONSE's:
+  // what the peer accepted with), at most RDMA_MAX_PRIVATE_DATA bytes.
+  void reply(Cmd command, uint32_t event, const std::vector<uint8_t>& private_data);
 
   int open_channel() override;
   int create_id(int fd, uint64_t uid, uint16_t ps, uint8_t qp_type,
@@ -147,6 +150,9 @@ class FakeTransport : public Transport {
 
   // The last connection parameters handed to connect or accept.
   ucma_abi_conn_param last_conn{};
+  // The last handed to connect alone (an active side's accept, completing
+  // its connection, replaces last_conn).
+  ucma_abi_conn_param last_connect{};
   // The uid the library gave the last join: the kernel reports the group's
   // events (MULTICAST_JOIN, MULTICAST_ERROR) against it.
   uint64_t last_join_uid = 0;
@@ -184,6 +190,7 @@ class FakeTransport : public Transport {
   size_t fail_at_ = 0;            // the log_ size at which to fail
   int fail_err_ = 0;
   std::map<Cmd, uint32_t> replies_;  // command -> event it queues
+  std::map<Cmd, std::vector<uint8_t>> reply_data_;  // and its private data
 };
 
 }  // namespace rdmacm::testing

@@ -1,8 +1,9 @@
 // The libibverbs calls of the library, answered by one fake InfiniBand
 // device (see fake_verbs.h). Definitions in the executable take precedence
-// over libibverbs' for the library's objects linked into it. QPs, CQs and
-// completion channels are heap objects, counted, so a leak shows twice:
-// in fake_verbs_objects() and to LeakSanitizer.
+// over libibverbs' for the library's objects linked into it. QPs, CQs,
+// completion channels and MRs are heap objects, counted, so a leak shows
+// twice: in fake_verbs_objects() and to LeakSanitizer. The data path (CQs,
+// channels, MRs, posting) is fake_data_path.cpp's.
 #include "fake_verbs.h"
 
 #include <infiniband/verbs.h>
@@ -14,11 +15,16 @@
 #include <map>
 #include <mutex>
 
+#include "fake_verbs_objects.h"
+
 namespace rdmacm::testing {
 namespace {
 
-std::atomic<size_t> objects{0};
+using fake::make;
+using fake::release;
+
 std::atomic<uint32_t> next_qp_num{1};
+std::atomic<ibv_qp*> last_qp{nullptr};
 // Every live QP's transitions (QPs are modified from many threads at once
 // in the concurrency tests).
 std::mutex history_mutex;
@@ -34,6 +40,7 @@ ibv_device device = [] {
 ibv_context context = [] {
   ibv_context c{};
   c.device = &device;
+  fake::set_data_path_ops(&c.ops);
   return c;
 }();
 ibv_pd pd = [] {
@@ -42,22 +49,11 @@ ibv_pd pd = [] {
   return p;
 }();
 
-template <typename T>
-T* make() {
-  ++objects;
-  return new T{};
-}
-
-template <typename T>
-int release(T* object) {
-  --objects;
-  delete object;
-  return 0;
-}
-
 }  // namespace
 
-size_t fake_verbs_objects() { return objects; }
+size_t fake_verbs_objects() { return fake::objects; }
+
+ibv_qp* fake_last_qp() { return last_qp; }
 
 std::vector<ibv_qp_state> qp_states(const ibv_qp* qp) {
   std::lock_guard lock(history_mutex);
@@ -140,29 +136,9 @@ ibv_pd* ibv_alloc_pd(ibv_context*) { return &pd; }
 
 int ibv_dealloc_pd(ibv_pd*) { return 0; }
 
-ibv_comp_channel* ibv_create_comp_channel(ibv_context* ctx) {
-  auto* channel = make<ibv_comp_channel>();
-  channel->context = ctx;
-  channel->fd = -1;
-  return channel;
-}
-
-int ibv_destroy_comp_channel(ibv_comp_channel* channel) { return release(channel); }
-
-ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_channel* channel,
-                      int) {
-  auto* cq = make<ibv_cq>();
-  cq->context = ctx;
-  cq->channel = channel;
-  cq->cq_context = cq_context;
-  cq->cqe = cqe;
-  return cq;
-}
-
-int ibv_destroy_cq(ibv_cq* cq) { return release(cq); }
-
 ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
-  auto* qp = make<ibv_qp>();
+  auto* qp = make<fake::Qp>();
+  qp->max_recv_wr = static_cast<int>(attr->cap.max_recv_wr);
   qp->context = pd->context;
   qp->pd = pd;
   qp->qp_context = attr->qp_context;
@@ -172,14 +148,18 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   qp->qp_type = attr->qp_type;
   qp->qp_num = next_qp_num++;
   qp->state = IBV_QPS_RESET;
+  last_qp = qp;
   return qp;
 }
 
 int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   if (mask & IBV_QP_STATE) {
     qp->state = attr->qp_state;
-    std::lock_guard lock(history_mutex);
-    history[qp].push_back(attr->qp_state);
+    {
+      std::lock_guard lock(history_mutex);
+      history[qp].push_back(attr->qp_state);
+    }
+    if (attr->qp_state == IBV_QPS_ERR) fake::flush(static_cast<fake::Qp*>(qp));
   }
   return 0;
 }
@@ -189,7 +169,9 @@ int ibv_destroy_qp(ibv_qp* qp) {
     std::lock_guard lock(history_mutex);
     history.erase(qp);
   }
-  return release(qp);
+  ibv_qp* self = qp;
+  last_qp.compare_exchange_strong(self, nullptr);
+  return release(static_cast<fake::Qp*>(qp));
 }
 
 int ibv_query_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
