@@ -496,9 +496,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fake_auto_complete(peer.qp, true);
       while (fake_complete_send(peer.qp, IBV_WC_SUCCESS)) {
       }
+      // Taken first (the library reposts a receive for each message), so that
+      // a receive is posted for the disconnect: else the close would linger.
+      pollfd p{fd, POLLIN, 0};
+      require(rpoll(&p, 1, 0) >= 0);
       peer.receive(IBV_WC_SUCCESS, IBV_WC_WITH_IMM,
                    wire::imm(wire::Op::ctrl, static_cast<uint32_t>(wire::Ctrl::disconnect)), 0);
-      pollfd p{fd, POLLIN, 0};
       require(rpoll(&p, 1, 0) >= 0);
     } else {
       require(errno == ENOTSUP || errno == ENOMEM);
