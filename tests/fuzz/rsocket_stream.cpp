@@ -197,12 +197,12 @@ struct Peer {
     if (rbuf && n) strict = false;
   }
 
-  // Room for our sends: an SGE into our target SGL and a credit update.
+  // Room for our sends: an SGE into our target SGL and a credit update. A
+  // peer writes in our byte order (it swaps, when it said it is of the other).
   void grant(FuzzedDataProvider& in) {
     unsigned entry = in.ConsumeIntegralInRange(0u, wire::kTargetSglSize - 1);
     wire::Sge sge{0x5000'0000'0000 + in.ConsumeIntegral<uint16_t>() * 0x10000ull, 0xBBBB,
                   in.ConsumeBool() ? 65536u : in.ConsumeIntegral<uint32_t>()};
-    if (swap) sge = wire::byteswapped(sge);
     uint32_t credits = in.ConsumeIntegral<uint16_t>();
     require(fake_remote_write(ours.target_sgl.key, ours.target_sgl.addr + entry * sizeof(sge), &sge,
                               sizeof(sge)));
@@ -216,7 +216,6 @@ struct Peer {
     if (index >= ours.iomap.length || sent == granted) clean = false;
     wire::IomapEntry e{in.ConsumeIntegral<uint16_t>() * 4096ull,
                        {0x4000'0000'0000, 0xCCCC, in.ConsumeIntegralInRange<uint32_t>(0, 1 << 20)}};
-    if (swap) e = wire::byteswapped(e);
     if (index < ours.iomap.length)
       require(fake_remote_write(ours.target_sgl.key,
                                 ours.iomap.addr + index * sizeof(e), &e, sizeof(e)));
@@ -456,9 +455,16 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     to.sin_family = AF_INET;
     to.sin_addr.s_addr = htonl(0x0A000002);
     require(rconnect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) == 0);
-    fake_auto_complete(fake_last_qp(), true);
+    ibv_qp* qp = fake_last_qp();
+    fake_auto_complete(qp, true);
     rclose(fd);
-    while (fake_verbs_objects()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    // Then the peer closes its end: the lingerer finishes at its next look
+    // (not after its 2 s).
+    ibv_wc wc{};
+    wc.wc_flags = IBV_WC_WITH_IMM;
+    wc.imm_data = htobe32(wire::imm(wire::Op::ctrl, static_cast<uint32_t>(wire::Ctrl::disconnect)));
+    if (fake_verbs_objects()) fake_receive(qp, wc);
+    while (fake_verbs_objects()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   baseline_fds = open_fds();
   return 0;
