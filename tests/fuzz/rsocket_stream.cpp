@@ -464,7 +464,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     wc.wc_flags = IBV_WC_WITH_IMM;
     wc.imm_data = htobe32(wire::imm(wire::Op::ctrl, static_cast<uint32_t>(wire::Ctrl::disconnect)));
     if (fake_verbs_objects()) fake_receive(qp, wc);
-    while (fake_verbs_objects()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // The lingerer deletes the socket on its thread: its id is the last to go.
+    while (fake_verbs_objects() || fake.live_ids())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // out of the fake's call
   }
   baseline_fds = open_fds();
   return 0;
@@ -513,11 +516,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       require(errno == ENOTSUP || errno == ENOMEM);
     }
     require(rclose(fd) == 0);
-    if (fake_verbs_objects()) trace("lingering\n");
     // A close the peer has not answered lingers in the background (at most
-    // 2 s): then wait for it.
-    for (int i = 0; i < 3000 && (fake_verbs_objects() || fake.live_ids()); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // 2 s): then wait for it, and for its thread to be out of the fake kernel.
+    if (fake_verbs_objects() || fake.live_ids()) {
+      trace("lingering\n");
+      for (int i = 0; i < 3000 && (fake_verbs_objects() || fake.live_ids()); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     require(fake_verbs_objects() == 0);
     require(fake.live_ids() == 0);
     require(fake_cq_event_faults() == 0);
