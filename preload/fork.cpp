@@ -64,17 +64,22 @@ int connect_within(int rfd, const sockaddr* to, socklen_t len, const Deadline& d
 int connect_to_peer(int fd) {
   sockaddr_storage peer;
   socklen_t len = sizeof peer;
-  if (real::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len)) return -1;
+  sockaddr_storage local;
+  socklen_t llen = sizeof local;
+  if (real::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) ||
+      real::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen))
+    return -1;
+  unmap_v4(&peer, &len);  // a dual-stack socket's IPv4 connection: an IPv4 rsocket
+  unmap_v4(&local, &llen);
   int rfd = rsocket(peer.ss_family, SOCK_STREAM, 0);
   if (rfd < 0) return -1;
   // From the TCP connection's own address and port (the RDMA CM's ports are
-  // not the kernel's TCP ports), by which the passive side knows it; where
-  // that is refused (the port taken there), from any port.
-  sockaddr_storage local;
-  socklen_t llen = sizeof local;
-  if (real::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) == 0)
-    rbind(rfd, reinterpret_cast<sockaddr*>(&local), llen);
-  if (connect_within(rfd, reinterpret_cast<sockaddr*>(&peer), len, Deadline::in(kConnectWaitMs))) {
+  // not the kernel's TCP ports), by which the passive side knows it. Where
+  // that is refused (the port taken in the RDMA CM's space, perhaps by an
+  // impostor that would pass for us; the address on no RDMA device, which
+  // the passive side would refuse) the connection stays on TCP.
+  if (rbind(rfd, reinterpret_cast<sockaddr*>(&local), llen) ||
+      connect_within(rfd, reinterpret_cast<sockaddr*>(&peer), len, Deadline::in(kConnectWaitMs))) {
     rclose(rfd);
     return -1;
   }

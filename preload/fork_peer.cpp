@@ -128,4 +128,17 @@ bool same_host(const sockaddr* a, socklen_t alen, const sockaddr* b, socklen_t b
   return memcmp(&x, &y, sizeof x) == 0;
 }
 
+void unmap_v4(sockaddr_storage* a, socklen_t* len) {
+  if (a->ss_family != AF_INET6 || *len < sizeof(sockaddr_in6)) return;
+  const sockaddr_in6 six = *reinterpret_cast<sockaddr_in6*>(a);
+  if (!IN6_IS_ADDR_V4MAPPED(&six.sin6_addr)) return;
+  sockaddr_in four{};
+  four.sin_family = AF_INET;
+  four.sin_port = six.sin6_port;
+  memcpy(&four.sin_addr, &six.sin6_addr.s6_addr[12], 4);
+  memset(a, 0, sizeof *a);
+  memcpy(a, &four, sizeof four);
+  *len = sizeof four;
+}
+
 }  // namespace rspreload

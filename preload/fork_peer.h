@@ -71,4 +71,8 @@ TcpPeer await_close(int fd, const Deadline& d);
 // IPv6 form alike; ports and scope ignored).
 bool same_host(const sockaddr* a, socklen_t alen, const sockaddr* b, socklen_t blen);
 
+// An IPv4-mapped IPv6 address (a dual-stack socket's view of an IPv4 peer)
+// rewritten as the IPv4 address it is, port kept; any other left alone.
+void unmap_v4(sockaddr_storage* a, socklen_t* len);
+
 }  // namespace rspreload

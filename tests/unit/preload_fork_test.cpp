@@ -219,5 +219,24 @@ TEST(PreloadForkPeer, SameHostComparesAddressesNotPorts) {
   EXPECT_FALSE(same_host(nullptr, 0, reinterpret_cast<const sockaddr*>(&unix_like), 16));
 }
 
+TEST(PreloadForkPeer, AMappedAddressBecomesTheIpv4AddressItIs) {
+  sockaddr_storage st{};
+  sockaddr_in6 mapped = v6("::ffff:169.254.1.2", 7471);
+  memcpy(&st, &mapped, sizeof mapped);
+  socklen_t len = sizeof mapped;
+  unmap_v4(&st, &len);
+  ASSERT_EQ(st.ss_family, AF_INET);
+  EXPECT_EQ(len, sizeof(sockaddr_in));
+  auto* four = reinterpret_cast<sockaddr_in*>(&st);
+  EXPECT_EQ(ntohs(four->sin_port), 7471);
+  EXPECT_TRUE(same(*four, v4("169.254.1.2", 0)));
+  sockaddr_in6 plain6 = v6("fe80::1", 7);
+  memcpy(&st, &plain6, sizeof plain6);
+  len = sizeof plain6;
+  unmap_v4(&st, &len);
+  EXPECT_EQ(st.ss_family, AF_INET6);
+  EXPECT_EQ(len, sizeof(sockaddr_in6));
+}
+
 }  // namespace
 }  // namespace rspreload
