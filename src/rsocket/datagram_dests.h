@@ -28,9 +28,9 @@
 // resolution is using, none of whose sends is still in flight), one with no
 // address handle first (made-up sources get none: a working peer outlives a
 // flood of them), else it is refused. An evicted peer that speaks again is
-// a new one: first contact over UDP again. A QP's own destination (where the UDP service forwards to) is
-// not counted and never evicted. rdma-core 44: unbounded (a tsearch tree
-// that only grows).
+// a new one: first contact over UDP again. A QP's own destination (where the
+// UDP service forwards to) is not counted and never evicted.
+// rdma-core 44: unbounded (a tsearch tree that only grows).
 #pragma once
 
 #include <infiniband/verbs.h>

@@ -106,7 +106,8 @@ TEST(RsocketDgramDests, OwnQpsAreNeitherCountedNorEvicted) {
   DatagramDest* self = t.add_self(addr4(7, 7), nullptr);
   EXPECT_TRUE(self->self);
   EXPECT_EQ(t.peers(), 0u);
-  for (uint16_t p = 1; p <= 10; ++p) ASSERT_NE(t.add(addr4(1, p), nullptr, kAny, &evicted), nullptr);
+  for (uint16_t p = 1; p <= 10; ++p)
+    ASSERT_NE(t.add(addr4(1, p), nullptr, kAny, &evicted), nullptr);
   EXPECT_EQ(t.find(addr4(7, 7)), self);
   EXPECT_EQ(t.peers(), 2u);
   // A peer at an address that becomes a QP's own is that QP's now.
