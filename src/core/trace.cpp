@@ -61,6 +61,12 @@ void trace_call(const char* name, long result, int err) {
   errno = saved;
 }
 
+void trace_rsocket(int fd, const char* what, int err) {
+  int saved = errno;
+  line("rsocket %d: %s (%s)", fd, what, std::strerror(err));
+  errno = saved;
+}
+
 void trace_event(uint32_t kernel_type, uint32_t kernel_id, const rdma_cm_event* delivered) {
   int saved = errno;
   if (!delivered)

@@ -6,9 +6,12 @@
 // datagram sockets (datagram_service.cpp).
 //
 // Once unwatch() or cancel() returns, the thread no longer touches that
-// socket for that purpose: on_ready runs under the service's lock, on_due
-// outside it (a timer may take a while: a lingering close) with cancel()
-// waiting for a running one to end, as the kernel's del_timer_sync.
+// socket for that purpose: both run outside the service's lock, and
+// unwatch() and cancel() wait for a running one to end, as the kernel's
+// del_timer_sync (a timer may take a while: a lingering close). A handler
+// may call the service's own methods (watch a new socket, schedule or
+// cancel a timer, unwatch itself): on the service's thread nothing waits,
+// as nothing else of the service runs meanwhile.
 #pragma once
 
 #include <fcntl.h>
@@ -50,6 +53,7 @@ class ServiceThread {
     LockGuard lock(mutex_);
     std::erase(sockets_, s);
     if (started_) wake();
+    while (running_ready_ == s && !on_service_thread()) done_.wait(mutex_);
   }
 
   // s's timer of this kind, due at when (replacing one set before).
@@ -69,7 +73,7 @@ class ServiceThread {
     LockGuard lock(mutex_);
     if (auto it = find_timer(s, kind); it != timers_.end()) timers_.erase(it);
     if (running_.s == s && running_.kind == kind) running_cancelled_ = true;
-    while (running_.s == s && running_.kind == kind) done_.wait(mutex_);
+    while (running_.s == s && running_.kind == kind && !on_service_thread()) done_.wait(mutex_);
   }
 
  private:
@@ -84,11 +88,17 @@ class ServiceThread {
                         [&](const Timer& t) { return t.s == s && t.kind == kind; });
   }
 
+  bool on_service_thread() const REQUIRES(mutex_) {
+    return started_ && std::this_thread::get_id() == thread_id_;
+  }
+
   int start() REQUIRES(mutex_) {
     if (started_) return 0;
     if (pipe2(wake_, O_CLOEXEC | O_NONBLOCK)) return -errno;
     try {
-      std::thread([this] { run(); }).detach();
+      std::thread t([this] { run(); });
+      thread_id_ = t.get_id();
+      t.detach();
     } catch (const std::system_error&) {
       ::close(wake_[0]);
       ::close(wake_[1]);
@@ -137,10 +147,16 @@ class ServiceThread {
         auto it = std::find_if(sockets_.begin(), sockets_.end(),
                                [&](S* s) { return s->fd() == fds[i].fd; });
         if (it == sockets_.end()) continue;  // unwatched meanwhile
+        S* s = *it;
+        running_ready_ = s;
+        mutex_.unlock();
         try {
-          on_ready_(*it);
+          on_ready_(s);
         } catch (...) {  // out of memory: the next wake-up tries again
         }
+        mutex_.lock();
+        running_ready_ = nullptr;
+        done_.notify_all();
       }
       run_due_timers();
     }
@@ -176,14 +192,16 @@ class ServiceThread {
 
   const OnReady on_ready_;
   const OnDue on_due_;
-  Mutex mutex_;  // a leaf while on_ready runs under it: on_ready takes only socket locks
-  CondVar done_;  // a running on_due ended
+  Mutex mutex_;   // held by no handler: they may call watch, schedule and the rest
+  CondVar done_;  // a running on_ready or on_due ended
   std::vector<S*> sockets_ GUARDED_BY(mutex_);
   std::vector<Timer> timers_ GUARDED_BY(mutex_);
+  S* running_ready_ GUARDED_BY(mutex_) = nullptr;  // the socket whose on_ready runs now
   Timer running_ GUARDED_BY(mutex_){};  // the timer whose on_due runs now (s null: none)
   bool running_cancelled_ GUARDED_BY(mutex_) = false;
   int wake_[2] = {-1, -1};  // set once under mutex_ before the thread starts
   bool started_ GUARDED_BY(mutex_) = false;
+  std::thread::id thread_id_ GUARDED_BY(mutex_);
 };
 
 }  // namespace rdmacm::rsocket

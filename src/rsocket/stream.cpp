@@ -14,6 +14,7 @@
 #include <new>
 
 #include "core/cm.h"
+#include "core/trace.h"
 #include "rsocket/clock.h"
 #include "rsocket/config.h"
 #include "rsocket/kernel_fds.h"
@@ -81,22 +82,55 @@ int StreamSocket::bind(const sockaddr* addr, socklen_t len) {
   return 0;
 }
 
+namespace {
+// listen(2)'s bounds: a backlog past SOMAXCONN (or negative) is SOMAXCONN,
+// and one of 0 still takes a connection.
+size_t backlog_limit(int backlog) {
+  return backlog < 0 || backlog > SOMAXCONN ? SOMAXCONN : std::max(backlog, 1);
+}
+}  // namespace
+
 int StreamSocket::listen(int backlog) {
-  if (state_ == kListening) return 0;
+  if (state_ == kListening) {
+    LockGuard lock(accept_mutex_);
+    backlog_ = backlog_limit(backlog);
+    return 0;
+  }
   if (int err = core::listen(id_, backlog)) return err;
   if (pipe2(accept_queue_, O_CLOEXEC)) return -errno;
   if ((fd_flags_ & O_NONBLOCK) && set_fd_nonblocking(accept_queue_[0], true)) return -errno;
   if (int err = set_fd_nonblocking(id_->channel->fd, true)) return err;
+  {
+    LockGuard lock(accept_mutex_);
+    backlog_ = backlog_limit(backlog);
+  }
   if (int err = watch(Watch::listeners, this)) return err;
   in_service_ = true;
   state_ = kListening;
   return 0;
 }
 
+// The listener service's: takes each connection request, refuses it beyond
+// the backlog, else answers it and leaves the handshake's end to the
+// connection service (finish_accept), so that no peer holds this thread
+// (rdma-core 44 waits here, for every listener of the process, until the
+// kernel gives up on a peer that never completes the handshake).
 void StreamSocket::accept_requests() {
   for (;;) {
     rdma_cm_id* cm_id = nullptr;
     if (core::get_request(id_, &cm_id)) return;  // none left (EAGAIN)
+    bool full;
+    {
+      LockGuard lock(accept_mutex_);
+      full = unaccepted_.size() >= backlog_;
+    }
+    if (full) {
+      if (core::trace_on)
+        core::trace_rsocket(fd_, "a connection request past the backlog", ECONNREFUSED);
+      core::reject(cm_id, nullptr, 0, false);
+      core::destroy_id(cm_id);
+      continue;
+    }
     auto* s = new (std::nothrow) StreamSocket(this);
     const rdma_conn_param& req = cm_id->event->param.conn;
     size_t offset = conn_data_offset(id_);
@@ -110,7 +144,8 @@ void StreamSocket::accept_requests() {
     if (ok) {
       s->id_ = cm_id;
       s->fd_ = cm_id->channel->fd;
-      ok = insert_file(s->fd_, s) && !s->create_endpoint();
+      ok = insert_file(s->fd_, s) && !s->create_endpoint() &&
+           !set_fd_nonblocking(s->fd_, true);  // the accept must not wait for the peer
     }
     if (!ok) {
       core::reject(cm_id, nullptr, 0, false);
@@ -126,17 +161,66 @@ void StreamSocket::accept_requests() {
     param.private_data = &cresp;
     param.private_data_len = sizeof(cresp);
     int err = core::accept(cm_id, &param);
-    if (!err) {
-      s->state_ = kConnectedRdWr;
-    } else if (err == -EAGAIN) {
-      s->state_ = kAccepting;
-    } else {
+    if (err && err != -EAGAIN) {
       core::reject(cm_id, nullptr, 0, false);
       delete s;
       continue;
     }
-    int fd = s->fd_;
-    if (::write(accept_queue_[1], &fd, sizeof(fd)) != sizeof(fd)) delete s;
+    s->state_ = err ? kAccepting : kConnectedRdWr;
+    s->listener_ = this;
+    {
+      LockGuard lock(accept_mutex_);
+      unaccepted_.push_back(s);
+    }
+    if (err) {
+      // Accepting: the connection service sees the handshake end. The
+      // deadline first: once watched, the service may end it (and cancel
+      // the deadline) at once.
+      bool timed = !watch(Watch::accept_deadline, s);
+      s->in_service_ = timed && !watch(Watch::connections, s);
+      if (s->in_service_) continue;
+      s->state_ = kConnectError;  // nothing would end its handshake: drop it now
+    } else {
+      s->in_service_ = !watch(Watch::connections, s);  // for its disconnect
+    }
+    finish_accept(s);
+  }
+}
+
+// On the connection service's thread (or the listener service's, for a
+// connection accepted at once): the unwatch calls do not wait.
+void StreamSocket::finish_accept(StreamSocket* s) {
+  unwatch(Watch::accept_deadline, s);
+  bool listed, queued = false;
+  {
+    LockGuard lock(accept_mutex_);
+    listed = std::erase(unaccepted_, s) > 0;
+    if (listed && (s->state_ & kConnected)) {
+      int fd = s->fd_;
+      queued = ::write(accept_queue_[1], &fd, sizeof(fd)) == sizeof(fd);
+      if (queued) unaccepted_.push_back(s);
+    }
+  }
+  if (!listed || queued) return;  // not ours any more (the listener closes), or raccept's
+  if (core::trace_on)
+    core::trace_rsocket(s->fd_, "an accepted connection's handshake failed or took too long",
+                        s->err_ ? s->err_ : ETIMEDOUT);
+  unwatch(Watch::connections, s);
+  delete s;
+}
+
+void StreamSocket::drop_unaccepted() {
+  std::vector<StreamSocket*> left;
+  {
+    LockGuard lock(accept_mutex_);
+    left.swap(unaccepted_);
+  }
+  for (StreamSocket* s : left) {
+    // Once these return, neither the handshake's end nor its deadline runs
+    // for s (one running now finds s no longer listed and leaves it).
+    unwatch(Watch::accept_deadline, s);
+    unwatch(Watch::connections, s);
+    delete s;
   }
 }
 
@@ -146,11 +230,17 @@ int StreamSocket::accept(sockaddr* addr, socklen_t* len) {
   ssize_t n = ::read(accept_queue_[0], &fd, sizeof(fd));
   if (n < 0) return -errno;
   if (n != sizeof(fd)) return -ECONNABORTED;
-  auto* s = static_cast<StreamSocket*>(find_socket(fd));
-  if (!s) return -ECONNABORTED;
+  StreamSocket* s = nullptr;
+  {
+    LockGuard lock(accept_mutex_);
+    auto it = std::find_if(unaccepted_.begin(), unaccepted_.end(),
+                           [fd](const StreamSocket* u) { return u->fd_ == fd; });
+    if (it == unaccepted_.end()) return -ECONNABORTED;
+    s = *it;
+    unaccepted_.erase(it);
+    s->listener_ = nullptr;
+  }
   if (addr && len) s->peer_name(addr, len);
-  // The application can still drive the CM state on failure.
-  if (!watch(Watch::connections, s)) s->in_service_ = true;
   return fd;
 }
 
@@ -221,6 +311,7 @@ void StreamSocket::release(std::unique_ptr<File> self) {
     unwatch(state_ == kListening ? Watch::listeners : Watch::connections, this);
     in_service_ = false;
   }
+  if (state_ == kListening) drop_unaccepted();
   if (keepalive_on_) {
     unwatch(Watch::keepalive, this);
     keepalive_on_ = false;
@@ -258,6 +349,8 @@ void StreamSocket::finish_close() {
     }
     send_ctrl(wire::Ctrl::disconnect, 100);
     wait_ms(&StreamSocket::all_sends_done, 200);
+    LockGuard lock(cq_mutex_);  // the flush below is ours, not the peer's fault
+    if (state_ & kConnected) state_ = kDisconnected;
   }
   if (id_->qp) core::flush_qp(id_);
 }
@@ -294,6 +387,9 @@ int StreamSocket::set_flags(int flags) {
 void StreamSocket::handle_cm_event() {
   if (state_ & kOpening) {
     advance_connect();
+    // An accepted connection's handshake ended: its listener takes it on
+    // (and may delete it).
+    if (listener_ && !(state_ & kOpening)) return listener_->finish_accept(this);
   } else if (!core::complete_pending(id_) && id_->event && (state_ & kConnected) &&
              id_->event->event == RDMA_CM_EVENT_DISCONNECTED) {
     // The peer (or its host) is gone without a word. Flushing the QP

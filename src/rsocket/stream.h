@@ -76,6 +76,9 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // requests, and a connected or connecting socket's CM events.
   void accept_requests();
   void handle_cm_event();
+  // For the connection service: an accepted connection whose handshake did
+  // not end within kAcceptTimeoutMs. Its listener drops it (deletes it).
+  void accept_timed_out() { listener_->finish_accept(this); }
   // For the keep-alive service: a KEEPALIVE control message if connected
   // and a control slot is free (a dead peer then fails it: the socket errs).
   void send_keepalive();
@@ -103,6 +106,10 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
     return id->route.addr.src_addr.sa_family == AF_IB ? wire::kIbConnectHeaderSize : 0;
   }
   bool set_nonblocking(bool on);  // stream.cpp
+  // A listener's connection whose handshake ended (or ran out of time):
+  // queued for raccept once connected, else dropped.
+  void finish_accept(StreamSocket* s);
+  void drop_unaccepted();  // the listener closes: every connection raccept did not take
 
   // stream_io.cpp: the data path; send and recv take one buffer.
   ssize_t recv(void* buf, size_t len, int flags);
@@ -115,9 +122,14 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   void arm() REQUIRES(cq_mutex_);
   int sleep_on_cq(int ms) REQUIRES(cq_sleep_mutex_);
   int take_completions() REQUIRES(cq_mutex_);
+  int take_message(const ibv_wc& wc, const char** why) REQUIRES(cq_mutex_);
+  bool take_credit() REQUIRES(cq_mutex_);
+  void end_connection(int err, const char* why) REQUIRES(cq_mutex_);
+  // What a call on a connection that ended in error returns.
+  int connection_error() const { return err_ ? -err_ : -ECONNRESET; }
   int wait_send_room(int flags);
-  int post_recv();
-  int post_message(uint32_t imm);
+  int post_recv() REQUIRES(cq_mutex_);
+  int post_message(uint32_t imm, uint64_t wr_id);
   int post_write(ibv_sge* sgl, int nsge, uint32_t imm, int flags, uint64_t addr, uint32_t rkey,
                  bool with_imm);
   void send_credits() REQUIRES(cq_mutex_);
@@ -143,6 +155,10 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
 
   // Tests for CompletionWait (cq_mutex_ held).
   bool can_send() const REQUIRES(cq_mutex_);
+  // Send-queue entries a message takes: the write and, on iWARP, its SEND.
+  int message_wrs() const { return msg_send_ ? 2 : 1; }
+  // iWARP: the receive slot of message i, past the receive buffer.
+  uint8_t* message_slot(uint32_t i) const { return rbuf_ + sizes_.rbuf_size + i * wire::kMsgSize; }
   bool conn_can_send() const REQUIRES(cq_mutex_) { return can_send() || !(state_ & kWritable); }
   bool ctrl_available() const REQUIRES(cq_mutex_) { return ctrl_seqno_ != ctrl_max_seqno_; }
   bool conn_can_send_ctrl() const REQUIRES(cq_mutex_) {
@@ -167,9 +183,10 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // holds cq_mutex_ across both).
   rdma_cm_id* id_ = nullptr;
   std::atomic<int> state_{kInit};
-  int err_ = 0;
+  int err_ = 0;  // why the connection failed (kConnectError, kError): SO_ERROR
   int retries_ = 0;
   bool swap_sgl_ = false;       // the peer's byte order differs
+  bool msg_send_ = false;       // iWARP: no immediate data, each message a SEND (create_endpoint)
   bool in_service_ = false;     // registered with a CM service
   std::vector<uint8_t> route_;  // RDMA_ROUTE set before connect
   uint64_t so_opts_ = 0, tcp_opts_ = 0, ipv6_opts_ = 0;  // boolean options, bit = optname
@@ -196,6 +213,12 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   uint32_t ctrl_max_seqno_ GUARDED_BY(cq_mutex_) = wire::kCtrlMessages;
   uint16_t sseq_no_ GUARDED_BY(cq_mutex_) = 0, sseq_comp_ GUARDED_BY(cq_mutex_) = 0;
   uint16_t rseq_no_ GUARDED_BY(cq_mutex_) = 0, rseq_comp_ GUARDED_BY(cq_mutex_) = 0;
+  // What the peer may send us: DATA and IOMAP_SGL messages up to our last
+  // grant (received / granted), and DATA bytes up to the receive-buffer
+  // space granted and not written yet (take_message checks both).
+  uint16_t rseq_recv_ GUARDED_BY(cq_mutex_) = 0, rseq_granted_ GUARDED_BY(cq_mutex_) = 0;
+  uint32_t rbuf_granted_ GUARDED_BY(cq_mutex_) = 0;
+  uint32_t rbuf_msg_index_ GUARDED_BY(cq_mutex_) = 0;  // iWARP: the next receive's slot
 
   wire::Sge remote_sgl_{};  // the peer's target SGL (fixed at connection)
   wire::Sge remote_iomap_{};
@@ -214,7 +237,17 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   int unack_cqe_ GUARDED_BY(cq_sleep_mutex_) = 0;  // CQ events taken, not acknowledged yet
   std::atomic<bool> cq_failed_{false};  // the channel failed (sleep_on_cq): kError at the next reap
 
-  int accept_queue_[2] = {-1, -1};  // listener: fds of accepted sockets
+  // A listener's connections that raccept has not taken yet: accepting (the
+  // connection service follows their handshake, for at most
+  // kAcceptTimeoutMs) or connected, their fd in accept_queue_. At most
+  // backlog_; more are refused.
+  int accept_queue_[2] = {-1, -1};
+  Mutex accept_mutex_;  // a leaf
+  std::vector<StreamSocket*> unaccepted_ GUARDED_BY(accept_mutex_);
+  size_t backlog_ = 0;
+  // One of those: its listener, until raccept takes it (or the listener
+  // closes and drops it). Read by the connection service while it is listed.
+  StreamSocket* listener_ = nullptr;
 
   Mutex map_mutex_ ACQUIRED_AFTER(send_mutex_);
   std::vector<Mapping> mapped_ GUARDED_BY(map_mutex_);   // sent to the peer, or local only

@@ -15,7 +15,7 @@ namespace rdmacm::rsocket {
 // may hand the same space back with a credit update.
 int StreamSocket::write_data(const void* buf, uint32_t length) {
   ++sseq_no_;
-  --sqe_avail_;
+  sqe_avail_ -= message_wrs();
   sbuf_bytes_avail_ -= static_cast<int>(length);
   wire::Sge& target = target_sgl_[target_sge_];
   uint64_t addr = target.addr;
@@ -52,6 +52,11 @@ ssize_t StreamSocket::recv(void* buf, size_t len, int flags) {
       LockGuard cq(cq_mutex_);
       head = rmsg_head_;
       tail = rmsg_tail_;
+      // All that arrived before the connection failed is read: its error.
+      if (head == tail && (state_ & kError)) {
+        ret = connection_error();
+        break;
+      }
     }
     bool peek = flags & MSG_PEEK;
     int offset = rbuf_offset_;
@@ -95,7 +100,8 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
     int err = advance_connect();
     if (err) return err == -EINPROGRESS ? -EAGAIN : err;
   }
-  if (!(state_ & kConnected)) return state_ & (kDisconnected | kError) ? -EPIPE : -ENOTCONN;
+  if (state_ & kError) return connection_error();
+  if (!(state_ & kConnected)) return state_ & kDisconnected ? -EPIPE : -ENOTCONN;
   LockGuard lock(send_mutex_);
   if (iomaps_pending_.load(std::memory_order_acquire)) {
     if (int err = send_iomaps(flags)) return err;

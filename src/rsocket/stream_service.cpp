@@ -10,7 +10,7 @@ namespace {
 
 using Service = ServiceThread<StreamSocket>;
 using Clock = Service::Clock;
-enum TimerKind { kKeepalive, kLinger };
+enum TimerKind { kKeepalive, kLinger, kAcceptDeadline };
 
 // Never destroyed: their threads outlive static destruction.
 Service& listeners() {
@@ -20,7 +20,11 @@ Service& listeners() {
 
 Service& connections() {
   static auto* s = new Service([](StreamSocket* s) { s->handle_cm_event(); },
-                               [](StreamSocket* s, int) {
+                               [](StreamSocket* s, int kind) {
+                                 if (kind == kAcceptDeadline) {
+                                   s->accept_timed_out();  // may delete s
+                                   return Clock::time_point{};
+                                 }
                                  s->send_keepalive();
                                  return Clock::now() + std::chrono::seconds(s->keepalive_interval());
                                });
@@ -56,6 +60,9 @@ int watch(Watch which, StreamSocket* s) {
     case Watch::keepalive:
       return connections().schedule(s, kKeepalive,
                                     Clock::now() + std::chrono::seconds(s->keepalive_interval()));
+    case Watch::accept_deadline:
+      return connections().schedule(
+          s, kAcceptDeadline, Clock::now() + std::chrono::milliseconds(kAcceptTimeoutMs));
   }
   return -EINVAL;
 }
@@ -68,6 +75,8 @@ void unwatch(Watch which, StreamSocket* s) {
       return connections().unwatch(s);
     case Watch::keepalive:
       return connections().cancel(s, kKeepalive);
+    case Watch::accept_deadline:
+      return connections().cancel(s, kAcceptDeadline);
   }
 }
 

@@ -13,11 +13,13 @@ namespace rdmacm::rsocket {
 
 class StreamSocket;
 
-enum class Watch { listeners, connections, keepalive };
+enum class Watch { listeners, connections, keepalive, accept_deadline };
 
 // keepalive: the socket's send_keepalive() every keepalive_interval() seconds
-// (SO_KEEPALIVE; watching again reschedules). -errno if the thread could not
-// be started.
+// (SO_KEEPALIVE; watching again reschedules). accept_deadline: its
+// accept_timed_out() once, kAcceptTimeoutMs from now (on the connection
+// service's thread, as its handshake's events). -errno if the thread could
+// not be started. The services' handlers may call these.
 int watch(Watch which, StreamSocket* s);
 void unwatch(Watch which, StreamSocket* s);
 
@@ -26,6 +28,11 @@ void unwatch(Watch which, StreamSocket* s);
 // close and deletes the socket. Hands it back if that cannot be done (no
 // thread): it goes at once.
 constexpr int kLingerMs = 2000;
+
+// How long an accepted connection may take to finish its handshake before
+// its listener drops it (a peer that never answers the kernel's REP would
+// hold it for the kernel's retries, a minute or more).
+constexpr int kAcceptTimeoutMs = 10000;
 std::unique_ptr<StreamSocket> linger_close(std::unique_ptr<StreamSocket> s);
 
 }  // namespace rdmacm::rsocket

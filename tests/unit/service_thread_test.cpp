@@ -97,5 +97,61 @@ TEST(ServiceThread, CancelWaitsForARunningTimerAndKeepsItCancelled) {
   EXPECT_EQ(f.due, seen);  // and it did not come back
 }
 
+// What an accepting listener does (stream_service.cpp): its handler watches
+// a new socket and sets that one's timer, and the new socket's handler
+// cancels its timer and unwatches itself, all on the service's own thread.
+struct Nested : Fake {
+  static ServiceThread<Nested>& service();
+  Nested* child = nullptr;
+  std::atomic<bool> child_done{false}, in_ready{false};
+};
+
+void nested_ready(Nested* n) {
+  char c;
+  while (::read(n->pipe_fds[0], &c, 1) > 0) {
+  }
+  n->in_ready = true;
+  if (n->slow) std::this_thread::sleep_for(50ms);
+  if (n->child) {  // the parent: watch the child, with a deadline far off
+    EXPECT_EQ(Nested::service().schedule(n->child, 7, Clock::now() + 1h), 0);
+    EXPECT_EQ(Nested::service().watch(n->child), 0);
+    EXPECT_EQ(::write(n->child->pipe_fds[1], "x", 1), 1);
+  } else if (!n->child_done) {  // the child: its handshake ended
+    Nested::service().cancel(n, 7);
+    Nested::service().unwatch(n);
+    n->child_done = true;
+  }
+  ++n->ready;
+  n->in_ready = false;
+}
+
+ServiceThread<Nested>& Nested::service() {
+  static ServiceThread<Nested> s(nested_ready, [](Nested*, int) { return Clock::time_point{}; });
+  return s;
+}
+
+TEST(ServiceThread, AHandlerMayWatchScheduleCancelAndUnwatchOnItsOwnService) {
+  Nested parent, child;
+  parent.child = &child;
+  ASSERT_EQ(Nested::service().watch(&parent), 0);
+  ASSERT_EQ(::write(parent.pipe_fds[1], "x", 1), 1);
+  EXPECT_TRUE(eventually([&] { return child.child_done.load(); }));
+  ASSERT_EQ(::write(child.pipe_fds[1], "x", 1), 1);  // unwatched: not seen again
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(child.ready, 1);
+  Nested::service().unwatch(&parent);
+}
+
+TEST(ServiceThread, UnwatchWaitsForARunningHandler) {
+  Nested n;
+  n.slow = true;
+  n.child_done = true;  // a plain socket
+  ASSERT_EQ(Nested::service().watch(&n), 0);
+  ASSERT_EQ(::write(n.pipe_fds[1], "x", 1), 1);
+  ASSERT_TRUE(eventually([&] { return n.in_ready.load(); }));
+  Nested::service().unwatch(&n);
+  EXPECT_FALSE(n.in_ready);  // unwatch returned only after on_ready ended
+}
+
 }  // namespace
 }  // namespace rdmacm::rsocket
