@@ -78,7 +78,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   void handle_cm_event();
   // For the connection service: an accepted connection whose handshake did
   // not end within kAcceptTimeoutMs. Its listener drops it (deletes it).
-  void accept_timed_out() { listener_->finish_accept(this); }
+  void accept_timed_out();
   // For the keep-alive service: a KEEPALIVE control message if connected
   // and a control slot is free (a dead peer then fails it: the socket errs).
   void send_keepalive();

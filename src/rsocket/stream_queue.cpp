@@ -9,7 +9,6 @@
 #include <cstring>
 
 #include "core/cm.h"
-#include "core/trace.h"
 #include "rsocket/stream.h"
 
 namespace rdmacm::rsocket {
@@ -242,7 +241,7 @@ bool StreamSocket::take_credit() {
 void StreamSocket::end_connection(int err, const char* why) {
   state_ = kError;
   err_ = err;
-  if (core::trace_on) core::trace_rsocket(fd_, why, err);
+  core::trace_rsocket(fd_, why, err);
   core::disconnect(id_);
 }
 
