@@ -1,13 +1,16 @@
 #!/bin/bash
 # Soft-iWARP smoke test (siw0 in the VM: `rxe-vm --siw`, ctest rxe.siw_smoke).
 #
-# rdma-core's rping and ucmatose, server and client on rdma-core's library,
+# rdma-core's rping, ucmatose, rstream and riostream, server and client on rdma-core's library,
 # both on ours, and mixed both ways. A pair passes only if both sides print
 # everything they should, each loaded the librdmacm.so.1 it was meant to
 # (LD_DEBUG=libs: "calling init: PATH"), and its bytes crossed siw: client and
 # server share the VM, so they talk over `lo` and eth0's counters stay still,
 # and siw has no hw_counters; a kprobe on siw_tcp_rx_data (siw's receive
 # path, called for each batch of iWARP frames a QP's socket has) counts them.
+#
+# rdma-core's rstream (64 KiB transfers; 64 B blocking) and riostream, the same
+# four ways: rsocket streams on iWARP, wire-compatible with rdma-core's.
 #
 # Then what iWARP cannot do: udaddy (UD datagrams) must fail with the same
 # error on both libraries. siw makes RC QPs only: rdma_create_qp of the UD QP
@@ -142,6 +145,14 @@ try() {
 	ucmatose)
 		start_server "$sl" ucmatose -b "$IP" -p "$PORT" -c 2 -C $C -S 1024 || why="server did not listen"
 		[ -n "$why" ] || run_client "$cl" ucmatose -s "$IP" -p "$PORT" -c 2 -C $C -S 1024 ;;
+	rstream | rstream-blocking | riostream)
+		# rsocket streams: on iWARP each message is a write and a 4-byte SEND.
+		local prog=${tool%-blocking} args="-S 65536 -C $C"
+		[ "$tool" = rstream-blocking ] && args="-T b -S 64 -C 100"
+		# shellcheck disable=SC2086
+		start_server "$sl" $prog -b "$IP" -p "$PORT" $args || why="server did not listen"
+		# shellcheck disable=SC2086
+		[ -n "$why" ] || run_client "$cl" $prog -s "$IP" -p "$PORT" $args ;;
 	esac
 	wait "$SRV" 2>/dev/null
 	srv_rc=$?
@@ -157,6 +168,11 @@ try() {
 		[ -z "$why" ] && ! has client 'return status 0' && why="client did not end with status 0"
 		[ -z "$why" ] && ! has client 'data transfers complete' && why="client's transfers incomplete"
 	fi
+	if [ -z "$why" ] && [ "${tool%stream*}" != "$tool" ]; then
+		# Its figures line, once the transfers (both ways) are done.
+		has client '^custom ' || why="client printed no result line"
+		[ -z "$why" ] && ! has server '^custom ' && why="server printed no result line"
+	fi
 	# rping: every ping is a round trip of SEND, RDMA READ, SEND, RDMA WRITE
 	# (each waits for the last), so at least one receive batch per ping.
 	# ucmatose: both sides of its 2 connections send their C messages at
@@ -170,7 +186,7 @@ try() {
 	WHY=$why
 }
 
-for tool in rping ucmatose; do
+for tool in rping ucmatose rstream rstream-blocking riostream; do
 	for libs in "sys sys" "ours ours" "ours sys" "sys ours"; do
 		# shellcheck disable=SC2086
 		pair $tool $libs
