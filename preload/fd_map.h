@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 namespace rspreload {
 
@@ -36,6 +37,7 @@ struct Entry {
   int rfd = -1;              // the descriptor inside librdmacm
   int domain = 0;
   ForkRole fork = ForkRole::none;
+  std::atomic<pid_t> mover{0};  // fork_pending: the process one of whose threads moves it (fork.cpp)
   sockaddr_storage bound{};  // what bind() gave, for a fall back to TCP
   socklen_t bound_len = 0;
 };

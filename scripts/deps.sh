@@ -11,6 +11,7 @@ PACKAGES=(
   python3-pyelftools                         # DWARF reader for the ABI layout tests
   mandoc groff-base man-db                   # manual page lint; `man` for the installed manual
   qemu-system-x86 busybox-static kmod cpio ibverbs-utils  # the Soft-RoCE VM (tests/vm/rxe-vm)
+  libelf1                                    # the VM's siw.ko build (kbuild's objtool; rxe-vm --siw)
   clang libclang-rt-14-dev                   # libFuzzer targets (tests/fuzz)
   # ordinary socket programs run under the rsocket preload (tests/rxe/preload, bench/preload_programs.sh)
   netcat-traditional netcat-openbsd socat iperf3 memcached libmemcached-tools sockperf redis-server redis-tools

@@ -86,6 +86,11 @@ int query_addrinfo(rdma_cm_id* id, rdma_addrinfo** info);
 int get_devices(ibv_context*** out, int* count);
 int free_devices(ibv_context** list);
 
+// RDMACM_TRACE's line for what an rsocket did about its peer (core/trace.cpp):
+// `fd` the socket's, `what` one phrase, `err` the errno it gave. Costs a load
+// and a branch when tracing is off.
+void trace_rsocket(int fd, const char* what, int err);
+
 // Address info (core/addrinfo.cpp). On a resolver failure the result is 1,
 // *gai_error holds getaddrinfo's code (EAI_*) and errno is as it left it.
 int getaddrinfo(const char* node, const char* service, const rdma_addrinfo* hints,

@@ -62,6 +62,7 @@ void trace_call(const char* name, long result, int err) {
 }
 
 void trace_rsocket(int fd, const char* what, int err) {
+  if (!trace_on) return;
   int saved = errno;
   line("rsocket %d: %s (%s)", fd, what, std::strerror(err));
   errno = saved;

@@ -21,9 +21,7 @@ void trace_call(const char* name, long result, int err);
 // The kernel's event (`kernel_type` for `kernel_id`) and what the
 // application gets: `delivered` (null when the library consumed or dropped it).
 void trace_event(uint32_t kernel_type, uint32_t kernel_id, const rdma_cm_event* delivered);
-// What an rsocket did about its peer (a connection ended for a protocol
-// violation, a request refused): `fd` the socket's, `what` one phrase.
-void trace_rsocket(int fd, const char* what, int err);
+// trace_rsocket is declared in cm.h, for the rsocket wing.
 // For tests: trace to `out` (null: off).
 void set_trace(FILE* out);
 

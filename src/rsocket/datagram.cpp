@@ -58,11 +58,18 @@ DatagramSocket* DatagramSocket::create(int domain, int* err) {
 }
 
 DatagramSocket::~DatagramSocket() {
-  if (in_service_) unwatch_udp(this);
+  if (in_service_) {
+    unwatch_udp(&udp_watch_);
+    unwatch_udp(&cm_watch_);
+  }
   if (fd_ >= 0 && find_socket(fd_) == this) remove_file(fd_);
-  // Address handles before the QPs' ids (and with them the PD's users) go.
-  for (auto& [addr, dest] : dests_)
-    if (dest->ah) ibv_destroy_ah(dest->ah);
+  // Resolutions and address handles before the QPs' ids (and with them the
+  // PD's users) go; the service acknowledged every event it took.
+  dests_.for_each([](Dest& d) {
+    if (d.resolving) core::destroy_id(d.resolving);
+    if (d.ah) ibv_destroy_ah(d.ah);
+  });
+  if (resolver_) core::destroy_channel(resolver_);
   for (auto& qp : qps_) free_qp(qp.release());
   if (fd_ >= 0) ::close(fd_);
   if (epfd_ >= 0) ::close(epfd_);
@@ -97,7 +104,22 @@ int DatagramSocket::init_endpoint() {
     sqe_avail_ = sizes_.sq_size;
     rqe_avail_ = sizes_.rq_size;
   }
-  if (int err = watch_udp(this)) return err;
+  // The resolutions' channel: the service takes its events, never waiting.
+  // Without one (no RDMA CM on this host) no address is resolved: nothing
+  // could use it.
+  if (!resolver_ && !core::create_channel(&resolver_) && set_fd_nonblocking(resolver_->fd, true)) {
+    core::destroy_channel(resolver_);
+    resolver_ = nullptr;
+  }
+  udp_watch_ = {this, &DatagramSocket::process_udp, fd_};
+  cm_watch_ = {this, &DatagramSocket::process_resolutions, resolver_ ? resolver_->fd : -1};
+  if (int err = watch_udp(&udp_watch_)) return err;
+  if (resolver_) {
+    if (int err = watch_udp(&cm_watch_)) {
+      unwatch_udp(&udp_watch_);
+      return err;
+    }
+  }
   in_service_ = true;
   endpoint_ = true;
   readable_ = writable_ = true;
@@ -133,9 +155,14 @@ int DatagramSocket::source_for(const sockaddr* dst, socklen_t dst_len, Addr* src
 int DatagramSocket::get_dest(const sockaddr* addr, socklen_t len, Dest** out) {
   Addr key;
   if (int err = to_key(addr, len, &key)) return err;
+  uint64_t drained;
+  {
+    LockGuard cq(cq_mutex_);
+    drained = drained_;
+  }
   LockGuard lock(map_mutex_);
-  if (auto it = dests_.find(key); it != dests_.end()) {
-    *out = it->second.get();
+  if (Dest* d = dests_.find(key)) {
+    *out = d;
     return 0;
   }
   Addr src{};
@@ -145,14 +172,26 @@ int DatagramSocket::get_dest(const sockaddr* addr, socklen_t len, Dest** out) {
   Qp* qp = nullptr;
   if (int err = get_qp(src_key, &qp)) return err;
   // The destination may be the QP just made (sending to ourselves).
-  auto& dest = dests_[key];
-  if (!dest) {
-    dest = std::make_unique<Dest>();
-    dest->addr = key;
-    dest->qp = qp;
-    ++dests_without_ah_;
+  if (Dest* d = dests_.find(key)) {
+    *out = d;
+    return 0;
   }
-  *out = dest.get();
+  // A peer that leaves the table: no sender holds it (conn_dest_; the UDP
+  // service holds send_mutex_ while it uses one), no resolution uses it,
+  // and every send to it has completed (its AH may go).
+  const Dest* held = conn_dest_;
+  std::unique_ptr<Dest> evicted;
+  Dest* d = dests_.add(
+      key, qp,
+      [&](const Dest& d) { return &d != held && !d.resolving && d.last_post <= drained; },
+      &evicted);
+  if (!d) return -ENOBUFS;
+  ++dests_unsettled_;  // no AH yet
+  if (evicted) {
+    if (evicted->over_udp()) --dests_unsettled_;
+    if (evicted->ah) ibv_destroy_ah(evicted->ah);
+  }
+  *out = d;
   return 0;
 }
 
@@ -209,13 +248,14 @@ ssize_t DatagramSocket::send_ud(Dest* dest, const wire::DsHeader& hdr, const voi
   wr.opcode = IBV_WR_SEND;
   wr.send_flags = sge.length <= dest->qp->max_inline ? IBV_SEND_INLINE : 0;
   wr.wr.ud.ah = dest->ah;
-  wr.wr.ud.remote_qpn = dest->qpn;
+  wr.wr.ud.remote_qpn = dest->binding.qpn();
   wr.wr.ud.remote_qkey = RDMA_UDP_QKEY;
   if (int err = ibv_post_send(dest->qp->id->qp, &wr, &bad)) {
     free_slots_.push_back(slot);
     ++sqe_avail_;
     return err > 0 ? -err : err;
   }
+  dest->last_post = ++posts_;
   return static_cast<ssize_t>(len);
 }
 
@@ -225,7 +265,7 @@ ssize_t DatagramSocket::send(const void* buf, size_t len, int flags) {
   if (!conn_dest_) return -EDESTADDRREQ;  // rdma-core 44: a NULL dereference
   Dest* dest = conn_dest_;
   if (len > wire::kDsSlotSize - dest->qp->hdr.length) return -EMSGSIZE;
-  if (!dest->ah) return send_udp(dest, buf, len, flags, wire::Op::data);
+  if (dest->over_udp()) return send_udp(dest, buf, len, flags, wire::Op::data);
   return send_ud(dest, dest->qp->hdr, buf, len, flags);
 }
 
@@ -248,7 +288,7 @@ ssize_t DatagramSocket::send_to(const void* buf, size_t len, int flags, const so
   }
   Dest* dest = conn_dest_;
   if (len > wire::kDsSlotSize - dest->qp->hdr.length) return -EMSGSIZE;
-  if (!dest->ah) return send_udp(dest, buf, len, flags, wire::Op::data);
+  if (dest->over_udp()) return send_udp(dest, buf, len, flags, wire::Op::data);
   return send_ud(dest, dest->qp->hdr, buf, len, flags);
 }
 
@@ -261,7 +301,10 @@ int DatagramSocket::shutdown(int how) {
 void DatagramSocket::release(std::unique_ptr<File>) {
   {
     LockGuard lock(init_mutex_);
-    if (in_service_) unwatch_udp(this);
+    if (in_service_) {
+      unwatch_udp(&udp_watch_);
+      unwatch_udp(&cm_watch_);
+    }
     in_service_ = false;
   }
   readable_ = writable_ = false;

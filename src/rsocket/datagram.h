@@ -7,12 +7,17 @@
 // Unlike rdma-core 44's, address handles carry a GRH on RoCE ports (RoCE has
 // no LIDs: an AH without one cannot reach anything, not even ourselves).
 //
-// Locks, in the order they may be taken: send_mutex_ (one sender; the
-// destinations' AH and QPN, conn_dest_) before map_mutex_ (the destination
-// map and the QP list) before cq_mutex_ (polling the CQs and the state they
-// update: send slots, received messages) before cq_sleep_mutex_ (one
-// sleeper on the epoll fd: completion_wait.h). recv_mutex_ (one receiver)
-// is taken before cq_mutex_, never with send_mutex_.
+// A peer is not trusted: the destinations are bounded and a working one is
+// not rebound by a bare claim (datagram_dests.h); a new source's address is
+// resolved on an event channel the UDP service watches, never waited for on
+// its thread, at most kMaxResolving at a time (datagram_resolve.cpp).
+//
+// Locks, in the order they may be taken: recv_mutex_ (one receiver) before
+// send_mutex_ (one sender; the destinations' AH, binding and resolution,
+// conn_dest_) before map_mutex_ (the destination table and the QP list)
+// before cq_mutex_ (polling the CQs and the state they update: send slots,
+// received messages) before cq_sleep_mutex_ (one sleeper on the epoll fd:
+// completion_wait.h).
 #pragma once
 
 #include <fcntl.h>
@@ -27,6 +32,7 @@
 #include <vector>
 
 #include "rsocket/completion_wait.h"
+#include "rsocket/datagram_dests.h"
 #include "rsocket/datagram_header.h"
 #include "rsocket/message.h"
 #include "rsocket/protocol.h"
@@ -34,6 +40,30 @@
 #include "rsocket/socket.h"
 
 namespace rdmacm::rsocket {
+
+class DatagramSocket;
+
+// One UD QP of a socket's (per local address it sends from).
+struct DatagramQp {
+  rdma_cm_id* id = nullptr;
+  wire::DsHeader hdr{};  // what our messages from this QP start with
+  DatagramDest* self = nullptr;  // this QP itself: the service forwards first messages here
+  ibv_mr* smr = nullptr;
+  ibv_mr* rmr = nullptr;
+  uint8_t* rbuf = nullptr;  // rq_size slots, then one GRH per slot
+  uint16_t max_inline = 0;  // what the device granted
+  bool roce = false;        // its port's link layer is Ethernet
+  std::atomic<bool> cq_armed{false};  // set by arm (cq_mutex_), cleared by sleep_on_cq
+};
+
+// One fd the UDP service watches for a socket (datagram_service.cpp): its
+// UDP socket, or the event channel of its address resolutions.
+struct DatagramWatch {
+  DatagramSocket* socket = nullptr;
+  void (DatagramSocket::*ready)() = nullptr;
+  int fd_ = -1;
+  int fd() const { return fd_; }
+};
 
 class DatagramSocket final : public Socket, private CompletionWait<DatagramSocket> {
  public:
@@ -70,37 +100,31 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
   // For the UDP service (datagram_service.cpp): one datagram is waiting on
   // the UDP socket (the fd).
   void process_udp();
+  // For the UDP service (datagram_resolve.cpp): events of address
+  // resolutions are waiting on their channel.
+  void process_resolutions();
 
   using Addr = SockAddr;
+  // Address resolutions in flight at once, per socket: a new source past
+  // them is not resolved (its datagrams are still delivered; its replies go
+  // over UDP until a later claim or a UD message from it binds it).
+  static constexpr int kMaxResolving = 8;
+
+  // A test hook, not the public API: the socket's destination table.
+  struct Stats {
+    size_t peers, max_peers, evictions;
+    int resolving;
+  };
+  Stats stats();
 
  private:
-  struct Qp;
-  struct Dest {
-    Addr addr{};
-    Qp* qp = nullptr;
-    ibv_ah* ah = nullptr;  // none yet: send over UDP (the peer's service answers)
-    uint32_t qpn = 0;
-  };
-  struct Qp {
-    rdma_cm_id* id = nullptr;
-    wire::DsHeader hdr{};  // what our messages from this QP start with
-    Dest* self = nullptr;  // this QP itself (in dests_): the service forwards first messages here
-    ibv_mr* smr = nullptr;
-    ibv_mr* rmr = nullptr;
-    uint8_t* rbuf = nullptr;  // rq_size slots, then one GRH per slot
-    uint16_t max_inline = 0;  // what the device granted
-    std::atomic<bool> cq_armed{false};  // set by arm (cq_mutex_), cleared by sleep_on_cq
-  };
+  using Qp = DatagramQp;
+  using Dest = DatagramDest;
   struct Received {
     Qp* qp;
     uint32_t offset;  // of the slot in qp->rbuf
     uint32_t length;  // DsHeader and payload
     ibv_wc wc;        // with the slot's GRH: an AH back to the sender
-  };
-  struct AddrLess {
-    bool operator()(const Addr& a, const Addr& b) const {
-      return std::memcmp(&a, &b, sizeof(Addr)) < 0;
-    }
   };
   // A receive's wr_id: this flag and the slot's offset.
   static constexpr uint64_t kRecvFlag = 1ull << 63;
@@ -120,7 +144,17 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
 
   // datagram.cpp: endpoints, destinations, sending.
   int init_endpoint();  // first bind/connect/sendto: sizes, send slots, the UDP service
-  int get_dest(const sockaddr* addr, socklen_t len, Dest** out) EXCLUDES(map_mutex_);
+  // The destination for addr, made if new (evicting: datagram_dests.h);
+  // -ENOBUFS when the table is full of destinations in use.
+  int get_dest(const sockaddr* addr, socklen_t len, Dest** out) REQUIRES(send_mutex_)
+      EXCLUDES(map_mutex_);
+  // Keeps dests_unsettled_ (no AH, or a candidate pending) as f changes d.
+  template <typename F>
+  void settle(Dest* d, F&& f) {
+    bool before = d->over_udp();
+    f();
+    if (before != d->over_udp()) dests_unsettled_ += before ? -1 : 1;
+  }
   int source_for(const sockaddr* dst, socklen_t dst_len, Addr* src);
   ssize_t send_udp(Dest* dest, const void* buf, size_t len, int flags, wire::Op op);
   ssize_t send_ud(Dest* dest, const wire::DsHeader& hdr, const void* buf, size_t len, int flags)
@@ -131,9 +165,25 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
   int create_qp(const Addr& src, Qp** out) REQUIRES(map_mutex_);
   void free_qp(Qp* qp);
   int post_recv(Qp* qp, uint32_t offset);
-  void resolve_ah(Dest* dest, uint32_t qpn);  // the service: an AH to the peer's QP
-  void learn_ah(const Addr& from, Qp* qp, const ibv_wc& wc, const ibv_grh& grh);
+  // An AH towards the address a resolved id found (resolved: its route).
+  static ibv_ah* route_ah(rdma_cm_id* local, rdma_cm_id* resolved, const Addr& dst);
+  // A UD message naming from as its source (recv_from): the binding rule's
+  // proof (datagram_dests.h), and an AH learnt from it for a destination
+  // without one.
+  void heard_from(const Addr& from, Qp* qp, const ibv_wc& wc, const ibv_grh& grh)
+      EXCLUDES(send_mutex_);
   void set_ah(Dest* dest, ibv_ah* ah, uint32_t qpn) REQUIRES(send_mutex_);
+
+  // datagram_service.cpp: a well-formed datagram from a peer: answered,
+  // claimed, its payload (data) forwarded to our own QP.
+  void forward_udp(const Addr& from, socklen_t from_len, uint32_t qpn, bool data,
+                   const uint8_t* payload, size_t len) EXCLUDES(send_mutex_);
+
+  // datagram_resolve.cpp: a claim (a DsUdpHeader from dest's address naming
+  // qpn) under the binding rule, and the resolutions it starts.
+  void claim(Dest* dest, uint32_t qpn) REQUIRES(send_mutex_);
+  void start_resolve(Dest* dest, uint32_t qpn) REQUIRES(send_mutex_);
+  void end_resolve(Dest* dest, ibv_ah* ah) REQUIRES(send_mutex_);
 
   // datagram_io.cpp: completions (CompletionWait's reap, arm, sleep_on_cq).
   friend class CompletionWait<DatagramSocket>;
@@ -150,6 +200,8 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
   std::atomic<bool> endpoint_{false};  // init_endpoint done
   bool in_service_ GUARDED_BY(init_mutex_) = false;  // registered with the UDP service
   std::atomic<bool> readable_{false}, writable_{false};
+  DatagramWatch udp_watch_, cm_watch_;  // what the UDP service watches (in_service_)
+  rdma_event_channel* resolver_ = nullptr;  // the resolutions' (made by init_endpoint)
 
   // The sizes: under init_mutex_ until init_endpoint fixes them (endpoint_),
   // read freely after (never written again).
@@ -159,26 +211,30 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
   std::vector<uint32_t> free_slots_ GUARDED_BY(cq_mutex_);
   int sqe_avail_ GUARDED_BY(cq_mutex_) = 0;
   int rqe_avail_ GUARDED_BY(cq_mutex_) = 0;
+  uint64_t posts_ GUARDED_BY(cq_mutex_) = 0;  // UD sends posted
+  uint64_t drained_ GUARDED_BY(cq_mutex_) = 0;  // posts_ when the send queue was last empty
 
   // Added under map_mutex_ and cq_mutex_ both (create_qp), so either lets a
   // thread read it; removed only when the socket goes.
   std::vector<std::unique_ptr<Qp>> qps_;
   size_t next_qp_ GUARDED_BY(cq_mutex_) = 0;  // where polling resumes, for fairness
-  std::map<Addr, std::unique_ptr<Dest>, AddrLess> dests_ GUARDED_BY(map_mutex_);
-  std::atomic<int> dests_without_ah_{0};  // a received message may give them one
+  DestTable dests_ GUARDED_BY(map_mutex_);
+  std::atomic<int> dests_unsettled_{0};  // over_udp(): a received message may settle them
+  int resolving_ GUARDED_BY(send_mutex_) = 0;  // resolutions in flight
   Dest* conn_dest_ GUARDED_BY(send_mutex_) = nullptr;
 
   std::vector<Received> rmsg_;  // rq_size + 1 slots: head to tail are recv_from's
   int rmsg_head_ GUARDED_BY(cq_mutex_) = 0, rmsg_tail_ GUARDED_BY(cq_mutex_) = 0;
 
-  Mutex send_mutex_, recv_mutex_;
+  Mutex recv_mutex_;
+  Mutex send_mutex_ ACQUIRED_AFTER(recv_mutex_);
   Mutex map_mutex_ ACQUIRED_AFTER(send_mutex_);
 };
 
 // The UDP service (datagram_service.cpp): a thread that reads the UDP
 // sockets of datagram rsockets. Once unwatch returns, the thread no longer
 // touches the socket.
-int watch_udp(DatagramSocket* s);
-void unwatch_udp(DatagramSocket* s);
+int watch_udp(DatagramWatch* w);
+void unwatch_udp(DatagramWatch* w);
 
 }  // namespace rdmacm::rsocket

@@ -31,10 +31,14 @@ int DatagramSocket::reap() {
       ++taken;
       uint32_t offset = static_cast<uint32_t>(wc.wr_id);
       if (wc.wr_id & kRecvFlag) {
+        // byte_len is the device's word: a message longer than the slot we
+        // posted, or too short for a header, is dropped with the rest.
         if (rqe_avail_ && wc.status == IBV_WC_SUCCESS && wc.byte_len >= sizeof(ibv_grh) &&
+            wc.byte_len - sizeof(ibv_grh) <= wire::kDsSlotSize &&
             valid_header(qp->rbuf + offset, wc.byte_len - sizeof(ibv_grh))) {
           --rqe_avail_;
-          rmsg_[rmsg_tail_] = {qp, offset, static_cast<uint32_t>(wc.byte_len - sizeof(ibv_grh)), wc};
+          auto length = static_cast<uint32_t>(wc.byte_len - sizeof(ibv_grh));
+          rmsg_[rmsg_tail_] = {qp, offset, length, wc};
           if (++rmsg_tail_ == sizes_.rq_size + 1) rmsg_tail_ = 0;
         } else {
           post_recv(qp, offset);
@@ -42,6 +46,7 @@ int DatagramSocket::reap() {
       } else {
         free_slots_.push_back(offset);
         ++sqe_avail_;
+        if (all_sends_done()) drained_ = posts_;  // every AH sent on so far may go
       }
       if (!rqe_avail_ && sqe_avail_) {
         next_qp_ = (i + 1) % n;
@@ -112,7 +117,7 @@ ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* sr
     if (++rmsg_head_ == sizes_.rq_size + 1) rmsg_head_ = 0;
     ++rqe_avail_;
     cq.unlock();
-    if (dests_without_ah_ > 0) learn_ah(a, taken.qp, taken.wc, grh);
+    if (dests_unsettled_ > 0) heard_from(a, taken.qp, taken.wc, grh);
   }
   return static_cast<ssize_t>(len);
 }

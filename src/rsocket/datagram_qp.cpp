@@ -1,7 +1,9 @@
 // Datagram rsockets' QPs and address handles: one UD QP per local address a
 // socket sends from (its CQ, buffers and posted receives, and an address
-// handle to itself), and an address handle per destination, resolved as
-// rdma-core 44 resolves it or learnt from a message the peer sent.
+// handle to itself), and an address handle per destination, from a route
+// resolved as rdma-core 44 resolves it (datagram_resolve.cpp) or learnt from
+// a message the peer sent from its own host; a UD message is also what
+// settles a destination's binding (the rule: datagram_dests.h).
 //
 // Address handles: on IB ports as rdma-core 44's (a LID from the path); on RoCE
 // ports always with a GRH (dgid from the path or the address, the sgid_index
@@ -20,8 +22,6 @@
 
 namespace rdmacm::rsocket {
 namespace {
-
-constexpr int kResolveTimeoutMs = 2000;
 
 // The RoCE GID of an IP address: IPv4-mapped, or the IPv6 address itself.
 ibv_gid gid_of(const sockaddr* sa) {
@@ -92,12 +92,9 @@ int DatagramSocket::create_qp(const Addr& src, Qp** out) {
   q->max_inline = granted.sq_inline;
 
   // Ourselves: where the service forwards a first message to.
-  auto self = std::make_unique<Dest>();
-  self->addr = src;
-  self->qp = q;
-  self->qpn = id->qp->qp_num;
   ibv_port_attr port;
   if ((err = ibv_query_port(id->verbs, id->port_num, &port))) return fail(-err);
+  q->roce = port.link_layer == IBV_LINK_LAYER_ETHERNET;
   ibv_ah_attr ah{};
   ah.port_num = id->port_num;
   if (port.link_layer == IBV_LINK_LAYER_ETHERNET) {
@@ -106,24 +103,32 @@ int DatagramSocket::create_qp(const Addr& src, Qp** out) {
   } else {
     ah.dlid = port.lid;
   }
-  self->ah = ibv_create_ah(id->pd, &ah);
-  if (!self->ah) return fail(errno ? -errno : -ENOMEM);
+  ibv_ah* self_ah = ibv_create_ah(id->pd, &ah);
+  if (!self_ah) return fail(errno ? -errno : -ENOMEM);
 
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.ptr = q;
   if (epoll_ctl(epfd_, EPOLL_CTL_ADD, id->recv_cq_channel->fd, &ev)) {
-    ibv_destroy_ah(self->ah);
+    ibv_destroy_ah(self_ah);
     return fail(-errno);
   }
   for (uint32_t i = 0; i < sizes_.rq_size; ++i) {
     if ((err = post_recv(q, i * wire::kDsSlotSize))) {
-      ibv_destroy_ah(self->ah);
+      ibv_destroy_ah(self_ah);
       return fail(err);
     }
   }
-  q->self = self.get();
-  dests_[src] = std::move(self);
+  // A peer's destination at our own address becomes ours (never so far: a
+  // QP is made before any destination it sends to).
+  Dest* peer = dests_.find(src);
+  bool counted = peer && !peer->self && peer->over_udp();
+  Dest* self = dests_.add_self(src, q);  // a resolution still running ends unused
+  if (self->ah) ibv_destroy_ah(self->ah);
+  self->ah = self_ah;
+  self->binding.bind(id->qp->qp_num);
+  if (counted) --dests_unsettled_;
+  q->self = self;
   {
     LockGuard lock(cq_mutex_);
     qps_.push_back(std::move(qp));
@@ -156,33 +161,27 @@ void DatagramSocket::free_qp(Qp* qp) {
   delete qp;
 }
 
-// The service thread: an address handle to the peer's QP qpn, from a route
-// resolved as rdma-core 44 resolves it (a throwaway id, our address to theirs).
-void DatagramSocket::resolve_ah(Dest* dest, uint32_t qpn) {
-  rdma_cm_id* local = dest->qp->id;
-  rdma_cm_id* id = nullptr;
-  if (core::create_id(nullptr, &id, nullptr, RDMA_PS_UDP)) return;
-  Addr src{};
-  std::memcpy(&src, rdma_get_local_addr(local),
-              rdma_get_local_addr(local)->sa_family == AF_INET6 ? sizeof(sockaddr_in6)
-                                                                 : sizeof(sockaddr_in));
-  src.sin.sin_port = 0;  // same offset in sockaddr_in6
+// An address handle towards dst from a route resolved (resolved: an id
+// whose ROUTE_RESOLVED came) as rdma-core 44 resolves it; on RoCE always
+// with a GRH. Null if none can be made.
+ibv_ah* DatagramSocket::route_ah(rdma_cm_id* local, rdma_cm_id* resolved, const Addr& dst) {
   ibv_ah_attr attr{};
   ibv_port_attr port;
-  bool ok = !core::resolve_addr(id, &src.sa, &dest->addr.sa, kResolveTimeoutMs) &&
-            !core::resolve_route(id, kResolveTimeoutMs) &&
-            !ibv_query_port(local->verbs, local->port_num, &port);
-  const ibv_sa_path_rec* path = ok && id->route.num_paths ? id->route.path_rec : nullptr;
-  if (ok && port.link_layer == IBV_LINK_LAYER_ETHERNET) {
-    ibv_gid dgid = path ? path->dgid : gid_of(&dest->addr.sa);
+  if (ibv_query_port(local->verbs, local->port_num, &port)) return nullptr;
+  const ibv_sa_path_rec* path = resolved->route.num_paths ? resolved->route.path_rec : nullptr;
+  if (port.link_layer == IBV_LINK_LAYER_ETHERNET) {
+    Addr src{};
+    const sockaddr* ours = rdma_get_local_addr(local);
+    std::memcpy(&src, ours, sockaddr_len(ours->sa_family));
+    ibv_gid dgid = path ? path->dgid : gid_of(&dst.sa);
     ibv_gid sgid = path ? path->sgid : gid_of(&src.sa);
-    ok = !roce_grh(local, port, dgid, sgid, path ? path->hop_limit : 0, &attr);
-    if (ok && path) {
+    if (roce_grh(local, port, dgid, sgid, path ? path->hop_limit : 0, &attr)) return nullptr;
+    if (path) {
       attr.grh.flow_label = be32toh(path->flow_label);
       attr.grh.traffic_class = path->traffic_class;
       attr.sl = path->sl;
     }
-  } else if (ok && path) {
+  } else if (path) {
     if (path->hop_limit > 1) {
       attr.is_global = 1;
       attr.grh.dgid = path->dgid;
@@ -197,45 +196,50 @@ void DatagramSocket::resolve_ah(Dest* dest, uint32_t qpn) {
     attr.src_path_bits = static_cast<uint8_t>(be16toh(path->slid) & ((1u << port.lmc) - 1));
     attr.static_rate = path->rate;
   } else {
-    ok = false;
+    return nullptr;
   }
   attr.port_num = local->port_num;
-  ibv_ah* ah = ok ? ibv_create_ah(local->pd, &attr) : nullptr;
-  core::destroy_id(id);
-  LockGuard lock(send_mutex_);
-  set_ah(dest, ah, qpn);  // none: sends keep going over UDP, each answer retries
+  return ibv_create_ah(local->pd, &attr);
 }
 
 void DatagramSocket::set_ah(Dest* dest, ibv_ah* ah, uint32_t qpn) {
-  if (dest->ah) ibv_destroy_ah(dest->ah);
-  if (!dest->ah != !ah) dests_without_ah_ += ah ? -1 : 1;
-  dest->ah = ah;
-  dest->qpn = qpn;
+  settle(dest, [&] {
+    if (dest->ah) ibv_destroy_ah(dest->ah);
+    dest->ah = ah;
+    if (ah) dest->binding.bind(qpn);
+  });
 }
 
-// A message from a destination we have no AH for yet (our first message to
-// it went over UDP; the service has not heard back): an AH from the
-// message's own completion and GRH, as the peer is plainly reachable. Saves
-// sending more over UDP, which the peer's service forwards after messages
-// that came over UD: out of order.
-void DatagramSocket::learn_ah(const Addr& from, Qp* qp, const ibv_wc& wc, const ibv_grh& grh) {
-  Addr key;
-  std::memcpy(&key, &from, sizeof(key));
-  LockGuard send(send_mutex_);
-  Dest* dest = nullptr;
-  {
-    LockGuard map(map_mutex_);
-    auto it = dests_.find(key);
-    if (it == dests_.end()) return;
-    dest = it->second.get();
-  }
+// A message naming from as its source, from the peer's QP wc.src_qp. Its
+// sender is from's host when the GRH's source GID (what ibv_init_ah_from_wc
+// makes the AH's dgid: for RoCE v2 over IPv4, the IPv4 header's source) is
+// from's own GID; only RoCE tells (an IB GRH names no IP address), so on IB
+// nothing is learnt and a candidate stays unsettled (its sends over UDP).
+// A destination with no AH learns one from the message itself: the peer is
+// plainly reachable, and it saves sending more over UDP, which the peer's
+// service forwards after messages that came over UD: out of order.
+void DatagramSocket::heard_from(const Addr& from, Qp* qp, const ibv_wc& wc, const ibv_grh& grh) {
+  uint32_t src_qp = wc.src_qp & 0xFFFFFF;
   // Not from our own QP: the service's forwards name the peer as the source.
-  if (dest->ah || dest->qp != qp || wc.src_qp == qp->id->qp->qp_num) return;
+  if (src_qp == qp->id->qp->qp_num || !qp->roce || !(wc.wc_flags & IBV_WC_GRH)) return;
   ibv_ah_attr attr{};
   if (ibv_init_ah_from_wc(qp->id->verbs, qp->id->port_num, const_cast<ibv_wc*>(&wc),
                           const_cast<ibv_grh*>(&grh), &attr))
     return;
-  if (ibv_ah* ah = ibv_create_ah(qp->id->pd, &attr)) set_ah(dest, ah, wc.src_qp);
+  ibv_gid gid = gid_of(&from.sa);
+  bool from_host = attr.is_global && !std::memcmp(&attr.grh.dgid, &gid, sizeof(gid));
+  LockGuard send(send_mutex_);
+  Dest* dest = nullptr;
+  {
+    LockGuard map(map_mutex_);
+    dest = dests_.find(from);  // never made here: only a claim or a send makes one
+  }
+  if (!dest || dest->self || dest->qp != qp) return;
+  PeerBinding::Heard heard;
+  settle(dest, [&] { heard = dest->binding.on_heard(src_qp, from_host); });
+  if (heard == PeerBinding::Heard::learn) {
+    if (ibv_ah* ah = ibv_create_ah(qp->id->pd, &attr)) set_ah(dest, ah, src_qp);
+  }
 }
 
 int DatagramSocket::post_recv(Qp* qp, uint32_t offset) {

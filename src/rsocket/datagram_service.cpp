@@ -1,16 +1,56 @@
 // The UDP service of datagram rsockets: the thread that reads every datagram
 // rsocket's UDP socket, where a peer that does not know our QPN yet sends
-// (protocol.h). It answers with our QPN, makes an address handle to the
-// peer's QP (datagram_qp.cpp), and forwards the payload to our own QP, so
-// that the application receives every message the same way.
+// (protocol.h). It answers with our QPN, takes the datagram's QPN as a claim
+// (datagram_resolve.cpp: the binding rule, and an address resolution it may
+// start, whose events come on a channel this thread also watches), and
+// forwards the payload to our own QP, so that the application receives
+// every message the same way. A datagram that is not well-formed, or from a
+// source the destination table has no room for, is dropped as UDP drops.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "rsocket/datagram.h"
 #include "rsocket/service_thread.h"
 
 namespace rdmacm::rsocket {
+namespace {
+
+// A test hook, not the public API (tests/rxe/rsocket_dgram_flood.sh): with
+// RDMACM_TEST_DGRAM_STATS naming a file, the service writes a socket's
+// destination table's figures there, at most once a second.
+void report(DatagramSocket* s) {
+  static const char* path = std::getenv("RDMACM_TEST_DGRAM_STATS");
+  static std::chrono::steady_clock::time_point last;  // the service thread's only
+  if (!path) return;
+  auto now = std::chrono::steady_clock::now();
+  if (now - last < std::chrono::seconds(1)) return;
+  last = now;
+  DatagramSocket::Stats st = s->stats();
+  char line[160];
+  int n = std::snprintf(line, sizeof(line), "peers %zu max %zu evictions %zu resolving %d\n",
+                        st.peers, st.max_peers, st.evictions, st.resolving);
+  int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  if (::write(fd, line, static_cast<size_t>(n)) < 0) {
+    // A test's file: nothing to do.
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
+DatagramSocket::Stats DatagramSocket::stats() {
+  LockGuard send(send_mutex_);
+  LockGuard map(map_mutex_);
+  return {dests_.peers(), dests_.max_peers(), dests_.evictions(), resolving_};
+}
 
 void DatagramSocket::process_udp() {
   // Room for rdma-core 44's largest (a full slot's payload after our header).
@@ -19,29 +59,36 @@ void DatagramSocket::process_udp() {
   socklen_t from_len = sizeof(from);
   ssize_t n = ::recvfrom(fd_, buf, sizeof(buf), MSG_DONTWAIT, &from.sa, &from_len);
   wire::DsUdpHeader hdr;
-  if (n < 0 || !decode_udp_header(buf, static_cast<size_t>(n), from.sa.sa_family, &hdr)) return;
-  size_t len = static_cast<size_t>(n) - hdr.length;
+  if (n < 0 || from_len < sockaddr_len(from.sa.sa_family) ||
+      !decode_udp_header(buf, static_cast<size_t>(n), from.sa.sa_family, &hdr))
+    return;
   uint32_t qpn = be32toh(hdr.qpn) & 0xFFFFFF;
+  bool data = hdr.op == static_cast<uint8_t>(wire::Op::data);
+  // QPs 0 and 1 are a port's special QPs, never an rsocket's; rdma-core
+  // sends no op but these two.
+  if (qpn <= 1 || (!data && hdr.op != static_cast<uint8_t>(wire::Op::ctrl))) return;
+  size_t len = static_cast<size_t>(n) - hdr.length;
+  forward_udp(from, from_len, qpn, data, buf + hdr.length, len);
+  report(this);
+}
+
+void DatagramSocket::forward_udp(const Addr& from, socklen_t from_len, uint32_t qpn, bool data,
+                                 const uint8_t* payload, size_t len) {
+  LockGuard lock(send_mutex_);
   Dest* dest = nullptr;
   if (get_dest(&from.sa, from_len, &dest)) return;
-  bool data = hdr.op == static_cast<uint8_t>(wire::Op::data);
+  if (dest->self) return;  // our own address: we never send ourselves UDP
+  // Our QPN to the sender, whose own service then makes its AH to us (as
+  // rdma-core 44; no larger than what came, and never waiting).
+  if (data) send_udp(dest, nullptr, 0, MSG_DONTWAIT, wire::Op::ctrl);
+  claim(dest, qpn);
   if (data) {
-    // Our QPN to the sender, whose own service then makes its AH to us.
-    LockGuard lock(send_mutex_);
-    send_udp(dest, nullptr, 0, 0, wire::Op::ctrl);
+    Qp* qp = dest->qp;
+    wire::DsHeader from_hdr = encode_header(dest->addr);
+    len = std::min<size_t>(len, wire::kDsSlotSize - from_hdr.length);
+    // No room in the send queue: dropped, as a full UDP socket drops.
+    if (qp->self && qp->self->ah) send_ud(qp->self, from_hdr, payload, len, MSG_DONTWAIT);
   }
-  bool stale;
-  {
-    LockGuard lock(send_mutex_);
-    stale = !dest->ah || dest->qpn != qpn;
-  }
-  if (stale) resolve_ah(dest, qpn);
-  if (!data) return;
-  LockGuard lock(send_mutex_);
-  Qp* qp = dest->qp;
-  wire::DsHeader from_hdr = encode_header(dest->addr);
-  len = std::min<size_t>(len, wire::kDsSlotSize - from_hdr.length);
-  if (qp->self->ah) send_ud(qp->self, from_hdr, buf + hdr.length, len, 0);
 }
 
 namespace {
@@ -49,13 +96,14 @@ namespace {
 // Never destroyed: its thread outlives static destruction. A datagram lost
 // to an out-of-memory is lost as UDP's may be.
 auto& udp_service() {
-  static auto* service = new ServiceThread<DatagramSocket>([](DatagramSocket* s) { s->process_udp(); });
+  static auto* service =
+      new ServiceThread<DatagramWatch>([](DatagramWatch* w) { (w->socket->*w->ready)(); });
   return *service;
 }
 
 }  // namespace
 
-int watch_udp(DatagramSocket* s) { return udp_service().watch(s); }
-void unwatch_udp(DatagramSocket* s) { udp_service().unwatch(s); }
+int watch_udp(DatagramWatch* w) { return udp_service().watch(w); }
+void unwatch_udp(DatagramWatch* w) { udp_service().unwatch(w); }
 
 }  // namespace rdmacm::rsocket

@@ -139,6 +139,9 @@ inline PeerConnData decode_conn_data(const ConnData& c) {
 // Protocol constants both sides rely on.
 constexpr uint32_t kCtrlMessages = 4;      // control messages in flight (power of 2)
 constexpr uint32_t kMaxCtrlMessage = sizeof(Sge);
+// iWARP (no immediate data): a message is a SEND of its 32-bit immediate
+// value, in the sender's byte order as rdma-core 44 sends it.
+constexpr uint32_t kMsgSize = sizeof(uint32_t);
 constexpr uint32_t kSendLowWater = 2048;   // bytes of send buffer that make a socket writable
 constexpr uint32_t kFirstTransfer = 2048;  // a send's first chunk; doubles up to kMaxTransfer
 constexpr uint32_t kMaxTransfer = 65536;

@@ -14,7 +14,6 @@
 #include <new>
 
 #include "core/cm.h"
-#include "core/trace.h"
 #include "rsocket/clock.h"
 #include "rsocket/config.h"
 #include "rsocket/kernel_fds.h"
@@ -125,8 +124,7 @@ void StreamSocket::accept_requests() {
       full = unaccepted_.size() >= backlog_;
     }
     if (full) {
-      if (core::trace_on)
-        core::trace_rsocket(fd_, "a connection request past the backlog", ECONNREFUSED);
+      core::trace_rsocket(fd_, "a connection request past the backlog", ECONNREFUSED);
       core::reject(cm_id, nullptr, 0, false);
       core::destroy_id(cm_id);
       continue;
@@ -202,12 +200,13 @@ void StreamSocket::finish_accept(StreamSocket* s) {
     }
   }
   if (!listed || queued) return;  // not ours any more (the listener closes), or raccept's
-  if (core::trace_on)
-    core::trace_rsocket(s->fd_, "an accepted connection's handshake failed or took too long",
+  core::trace_rsocket(s->fd_, "an accepted connection's handshake failed or took too long",
                         s->err_ ? s->err_ : ETIMEDOUT);
   unwatch(Watch::connections, s);
   delete s;
 }
+
+void StreamSocket::accept_timed_out() { listener_->finish_accept(this); }
 
 void StreamSocket::drop_unaccepted() {
   std::vector<StreamSocket*> left;

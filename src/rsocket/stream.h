@@ -78,7 +78,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   void handle_cm_event();
   // For the connection service: an accepted connection whose handshake did
   // not end within kAcceptTimeoutMs. Its listener drops it (deletes it).
-  void accept_timed_out() { listener_->finish_accept(this); }
+  void accept_timed_out();
   // For the keep-alive service: a KEEPALIVE control message if connected
   // and a control slot is free (a dead peer then fails it: the socket errs).
   void send_keepalive();
@@ -128,8 +128,8 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // What a call on a connection that ended in error returns.
   int connection_error() const { return err_ ? -err_ : -ECONNRESET; }
   int wait_send_room(int flags);
-  int post_recv();
-  int post_message(uint32_t imm);
+  int post_recv() REQUIRES(cq_mutex_);
+  int post_message(uint32_t imm, uint64_t wr_id);
   int post_write(ibv_sge* sgl, int nsge, uint32_t imm, int flags, uint64_t addr, uint32_t rkey,
                  bool with_imm);
   void send_credits() REQUIRES(cq_mutex_);
@@ -155,6 +155,10 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
 
   // Tests for CompletionWait (cq_mutex_ held).
   bool can_send() const REQUIRES(cq_mutex_);
+  // Send-queue entries a message takes: the write and, on iWARP, its SEND.
+  int message_wrs() const { return msg_send_ ? 2 : 1; }
+  // iWARP: the receive slot of message i, past the receive buffer.
+  uint8_t* message_slot(uint32_t i) const { return rbuf_ + sizes_.rbuf_size + i * wire::kMsgSize; }
   bool conn_can_send() const REQUIRES(cq_mutex_) { return can_send() || !(state_ & kWritable); }
   bool ctrl_available() const REQUIRES(cq_mutex_) { return ctrl_seqno_ != ctrl_max_seqno_; }
   bool conn_can_send_ctrl() const REQUIRES(cq_mutex_) {
@@ -182,6 +186,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   int err_ = 0;  // why the connection failed (kConnectError, kError): SO_ERROR
   int retries_ = 0;
   bool swap_sgl_ = false;       // the peer's byte order differs
+  bool msg_send_ = false;       // iWARP: no immediate data, each message a SEND (create_endpoint)
   bool in_service_ = false;     // registered with a CM service
   std::vector<uint8_t> route_;  // RDMA_ROUTE set before connect
   uint64_t so_opts_ = 0, tcp_opts_ = 0, ipv6_opts_ = 0;  // boolean options, bit = optname
@@ -213,6 +218,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // space granted and not written yet (take_message checks both).
   uint16_t rseq_recv_ GUARDED_BY(cq_mutex_) = 0, rseq_granted_ GUARDED_BY(cq_mutex_) = 0;
   uint32_t rbuf_granted_ GUARDED_BY(cq_mutex_) = 0;
+  uint32_t rbuf_msg_index_ GUARDED_BY(cq_mutex_) = 0;  // iWARP: the next receive's slot
 
   wire::Sge remote_sgl_{};  // the peer's target SGL (fixed at connection)
   wire::Sge remote_iomap_{};

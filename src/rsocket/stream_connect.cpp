@@ -81,6 +81,7 @@ int StreamSocket::advance_connect() {
       param.flow_control = 1;
       param.retry_count = 7;
       param.rnr_retry_count = 7;
+      if (msg_send_) param.initiator_depth = 1;  // iWARP reads during the connect (rdma-core 44)
       retries_ = 0;
       err = core::connect(id_, &param);
       if (!err) goto connected;
@@ -127,11 +128,12 @@ int StreamSocket::advance_connect() {
 
 int StreamSocket::create_endpoint() {
   sizes_.fit_queues(core::max_qp_wr(id_), kQpMinSize);
-  // iWARP has no RDMA write with immediate data; rdma-core 44 then sends each
-  // message as an inline send, which we do not do yet.
-  if (id_->verbs->device->transport_type == IBV_TRANSPORT_IWARP) return -ENOTSUP;
+  // iWARP has no RDMA write with immediate data: each message is a SEND
+  // (stream_queue.cpp), as rdma-core 44's RS_OPT_MSG_SEND.
+  msg_send_ = id_->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
   QueuePairShape shape{IBV_QPT_RC, 2, 1, static_cast<bool>(fd_flags_ & O_NONBLOCK), this};
   if (int err = create_queue_pair(id_, shape, &sizes_)) return err;
+  if (msg_send_ && sizes_.sq_inline < wire::kMsgSize) return -ENOTSUP;
 
   rmsg_.assign(sizes_.rq_size + 1u, 0);
   size_t sbuf_total = sizes_.sbuf_size;
@@ -139,11 +141,12 @@ int StreamSocket::create_endpoint() {
   size_t target_len = sizeof(wire::Sge) * wire::kTargetSglSize +
                       sizeof(wire::IomapEntry) * target_iomap_size_;
   sbuf_ = static_cast<uint8_t*>(forksafe_alloc(sbuf_total));
-  rbuf_ = static_cast<uint8_t*>(forksafe_alloc(sizes_.rbuf_size));
+  size_t rbuf_total = sizes_.rbuf_size + (msg_send_ ? sizes_.rq_size * wire::kMsgSize : 0);
+  rbuf_ = static_cast<uint8_t*>(forksafe_alloc(rbuf_total));
   target_sgl_ = static_cast<wire::Sge*>(forksafe_alloc(target_len));
   if (!sbuf_ || !rbuf_ || !target_sgl_) return -ENOMEM;
   smr_ = register_buffer(id_, sbuf_, sbuf_total, false);
-  rmr_ = register_buffer(id_, rbuf_, sizes_.rbuf_size, true);
+  rmr_ = register_buffer(id_, rbuf_, rbuf_total, true);
   target_mr_ = register_buffer(id_, target_sgl_, target_len, true);
   if (!smr_ || !rmr_ || !target_mr_) return errno ? -errno : -ENOMEM;
 

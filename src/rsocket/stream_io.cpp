@@ -15,7 +15,7 @@ namespace rdmacm::rsocket {
 // may hand the same space back with a credit update.
 int StreamSocket::write_data(const void* buf, uint32_t length) {
   ++sseq_no_;
-  --sqe_avail_;
+  sqe_avail_ -= message_wrs();
   sbuf_bytes_avail_ -= static_cast<int>(length);
   wire::Sge& target = target_sgl_[target_sge_];
   uint64_t addr = target.addr;

@@ -75,7 +75,7 @@ int StreamSocket::send_iomaps(int flags) {
     {
       LockGuard cq(cq_mutex_);
       ++sseq_no_;
-      --sqe_avail_;
+      sqe_avail_ -= message_wrs();
       sbuf_bytes_avail_ -= static_cast<int>(sizeof(e));
       ret = post_from_sbuf(&e, sizeof(e),
                            wire::imm(wire::Op::iomap_sgl, static_cast<uint32_t>(m.index)),

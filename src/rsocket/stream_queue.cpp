@@ -9,13 +9,13 @@
 #include <cstring>
 
 #include "core/cm.h"
-#include "core/trace.h"
 #include "rsocket/stream.h"
 
 namespace rdmacm::rsocket {
 namespace {
 
-constexpr uint64_t kRecvFlag = 1ull << 63;  // a receive's wr_id
+constexpr uint64_t kRecvFlag = 1ull << 63;     // a receive's wr_id (| its message slot)
+constexpr uint64_t kMsgSendFlag = 1ull << 62;  // the SEND that follows a write on iWARP
 
 int post(ibv_qp* qp, ibv_send_wr& wr) {
   ibv_send_wr* bad;
@@ -25,34 +25,62 @@ int post(ibv_qp* qp, ibv_send_wr& wr) {
 
 }  // namespace
 
+// RDMA writes with immediate data consume a receive with no buffer; on
+// iWARP each message is a SEND of its immediate value (4 bytes, host order
+// as rdma-core 44's) into one of rq_size slots past the receive buffer.
 int StreamSocket::post_recv() {
-  // RDMA writes with immediate data consume a receive with no buffer.
   ibv_recv_wr wr{}, *bad;
+  ibv_sge sge{};
   wr.wr_id = kRecvFlag;
+  if (msg_send_) {
+    wr.wr_id |= rbuf_msg_index_;
+    sge.addr = reinterpret_cast<uintptr_t>(message_slot(rbuf_msg_index_));
+    sge.length = wire::kMsgSize;
+    sge.lkey = rmr_->lkey;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    if (++rbuf_msg_index_ == sizes_.rq_size) rbuf_msg_index_ = 0;
+  }
   int err = ibv_post_recv(id_->qp, &wr, &bad);
   return err > 0 ? -err : err;
 }
 
-int StreamSocket::post_message(uint32_t imm) {
+// A message with no data of its own: a WRITE_WITH_IMM of nothing, or on
+// iWARP a SEND of the immediate value.
+int StreamSocket::post_message(uint32_t imm, uint64_t wr_id) {
   ibv_send_wr wr{};
-  wr.wr_id = imm;
-  wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-  wr.imm_data = htobe32(imm);
+  ibv_sge sge{reinterpret_cast<uintptr_t>(&imm), sizeof(imm), 0};
+  wr.wr_id = wr_id;
+  if (msg_send_) {
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_INLINE;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+  } else {
+    wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    wr.imm_data = htobe32(imm);
+  }
   return post(id_->qp, wr);
 }
 
+// With immediate data on iWARP: the write, then the SEND that carries the
+// value (its own send-queue entry: kMsgSendFlag in its wr_id, and no bytes
+// of ours to give back when it completes).
 int StreamSocket::post_write(ibv_sge* sgl, int nsge, uint32_t imm, int flags, uint64_t addr,
                              uint32_t rkey, bool with_imm) {
   ibv_send_wr wr{};
   wr.wr_id = imm;
   wr.sg_list = sgl;
   wr.num_sge = nsge;
-  wr.opcode = with_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+  wr.opcode = with_imm && !msg_send_ ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
   wr.send_flags = static_cast<unsigned>(flags);
   if (with_imm) wr.imm_data = htobe32(imm);
   wr.wr.rdma.remote_addr = addr;
   wr.wr.rdma.rkey = rkey;
-  return post(id_->qp, wr);
+  int err = post(id_->qp, wr);
+  if (err || !with_imm || !msg_send_) return err;
+  uint32_t op_only = wire::imm(wire::imm_op(imm), 0);
+  return post_message(imm, op_only | kMsgSendFlag);
 }
 
 // Posts len bytes of buf as one RDMA write: inline when small enough, else
@@ -90,9 +118,10 @@ void StreamSocket::send_credits() {
   rseq_granted_ = static_cast<uint16_t>(rseq_no_ + sizes_.rq_size);
   uint32_t credit = wire::imm(wire::Op::sgl, rseq_granted_);
   if (rbuf_bytes_avail_ < static_cast<int>(sizes_.rbuf_size >> 1)) {
-    post_message(credit);
+    post_message(credit, credit);
     return;
   }
+  if (msg_send_) ++ctrl_seqno_;  // the write and its SEND
   wire::Sge sge{reinterpret_cast<uintptr_t>(&rbuf_[rbuf_free_offset_]), rmr_->rkey,
                 sizes_.rbuf_size >> 1};
   if (swap_sgl_) sge = wire::byteswapped(sge);
@@ -118,10 +147,14 @@ void StreamSocket::send_credits() {
   if (++remote_sge_ == remote_sgl_.length) remote_sge_ = 0;
 }
 
+// On iWARP a grant may take two control slots (rdma-core 44 asks for two
+// either way).
 bool StreamSocket::should_give_credits() const {
+  bool slots = msg_send_ ? static_cast<int32_t>(ctrl_seqno_ + 1 - ctrl_max_seqno_) < 0
+                         : ctrl_available();
   return (rbuf_bytes_avail_ >= static_cast<int>(sizes_.rbuf_size >> 1) ||
           static_cast<int16_t>(rseq_no_ - rseq_comp_) >= 0) &&
-         ctrl_available() && (state_ & kConnected);
+         slots && (state_ & kConnected);
 }
 
 void StreamSocket::update_credits() {
@@ -129,7 +162,7 @@ void StreamSocket::update_credits() {
 }
 
 bool StreamSocket::can_send() const {
-  return sqe_avail_ && sbuf_bytes_avail_ >= static_cast<int>(wire::kSendLowWater) &&
+  return sqe_avail_ >= message_wrs() && sbuf_bytes_avail_ >= static_cast<int>(wire::kSendLowWater) &&
          sseq_no_ != sseq_comp_ && target_sgl_[target_sge_].length != 0;
 }
 
@@ -147,9 +180,16 @@ int StreamSocket::take_message(const ibv_wc& wc, const char** why) {
     *why = "a receive failed";  // a SEND with a payload, or the QP died
     return ECONNRESET;
   }
-  *why = "a message without immediate data";
-  if (!(wc.wc_flags & IBV_WC_WITH_IMM)) return EPROTO;
-  uint32_t msg = be32toh(wc.imm_data);
+  uint32_t msg;
+  if (msg_send_) {
+    *why = "a message that is not one 4-byte SEND";
+    if (wc.opcode != IBV_WC_RECV || wc.byte_len != wire::kMsgSize) return EPROTO;
+    std::memcpy(&msg, message_slot(static_cast<uint32_t>(wc.wr_id & ~kRecvFlag)), sizeof(msg));
+  } else {
+    *why = "a message without immediate data";
+    if (!(wc.wc_flags & IBV_WC_WITH_IMM)) return EPROTO;
+    msg = be32toh(wc.imm_data);
+  }
   uint32_t data = wire::imm_data(msg);
   switch (wire::imm_op(msg)) {
     case wire::Op::sgl:
@@ -201,7 +241,7 @@ bool StreamSocket::take_credit() {
 void StreamSocket::end_connection(int err, const char* why) {
   state_ = kError;
   err_ = err;
-  if (core::trace_on) core::trace_rsocket(fd_, why, err);
+  core::trace_rsocket(fd_, why, err);
   core::disconnect(id_);
 }
 
@@ -231,7 +271,7 @@ int StreamSocket::take_completions() {
         break;
       case wire::Op::iomap_sgl:
         ++sqe_avail_;
-        sbuf_bytes_avail_ += sizeof(wire::IomapEntry);
+        if (!(wc.wr_id & kMsgSendFlag)) sbuf_bytes_avail_ += sizeof(wire::IomapEntry);
         break;
       default:
         ++sqe_avail_;
@@ -299,7 +339,8 @@ void StreamSocket::send_keepalive() {
   LockGuard lock(cq_mutex_);
   if (!(state_ & kConnected) || !ctrl_available()) return;
   ++ctrl_seqno_;
-  post_message(wire::imm(wire::Op::ctrl, static_cast<uint32_t>(wire::Ctrl::keepalive)));
+  uint32_t imm = wire::imm(wire::Op::ctrl, static_cast<uint32_t>(wire::Ctrl::keepalive));
+  post_message(imm, imm);
 }
 
 // A slot freed by the wait may be taken by a keep-alive or a credit update
@@ -311,7 +352,8 @@ int StreamSocket::send_ctrl(wire::Ctrl ctrl, int ms) {
       if (!(state_ & kConnected)) return 0;
       if (ctrl_available()) {
         ++ctrl_seqno_;
-        return post_message(wire::imm(wire::Op::ctrl, static_cast<uint32_t>(ctrl)));
+        uint32_t imm = wire::imm(wire::Op::ctrl, static_cast<uint32_t>(ctrl));
+        return post_message(imm, imm);
       }
     }
     if (waited || !wait_ms(&StreamSocket::conn_can_send_ctrl, ms)) return -ETIMEDOUT;

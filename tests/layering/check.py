@@ -37,8 +37,10 @@ ALLOWED_LOOPS = [
 # with "TODO issue 24" in its why, if it cannot be judged yet.
 WING_CALLBACKS = [
     ("stream_service.cpp", "stream.cpp",
-     ["StreamSocket::accept_requests", "StreamSocket::handle_cm_event"],
-     "the connections thread hands a listener its requests and a socket its CM events"),
+     ["StreamSocket::accept_requests", "StreamSocket::handle_cm_event",
+      "StreamSocket::accept_timed_out"],
+     "the listener thread hands a listener its requests, the connections thread a socket "
+     "its CM events and an accepted connection's handshake deadline"),
     ("stream_service.cpp", "stream.cpp",
      ["StreamSocket::linger_done", "StreamSocket::finish_close",
       "StreamSocket::~StreamSocket"],

@@ -6,7 +6,8 @@
 #                       [LABELS <label>...]            # "rxe" is always added
 #                       [ENVIRONMENT <K=V>...]         # set for the command (inside the VM too)
 #                       [WORKING_DIRECTORY <dir>]      # default: the current binary dir
-#                       [RW_DIRS <dir>...])            # host dirs the command may write to
+#                       [RW_DIRS <dir>...]             # host dirs the command may write to
+#                       [SIW])                         # Soft-iWARP: siw0 instead of rxe0
 #
 # Registers ONE ctest test. At test time `rxe-vm auto` decides: if the host has a
 # usable RDMA device the command runs natively, otherwise inside one Soft-RoCE VM
@@ -19,7 +20,9 @@
 # All these tests require the fixture test `rxe.vm.prepare` (`rxe-vm prepare
 # --unless-native`): it installs the packages and builds the kernel cache once,
 # under its own time limit, so that a first run's downloads never eat into a
-# test's TIMEOUT. ctest runs it first, also with -R.
+# test's TIMEOUT. ctest runs it first, also with -R. SIW tests require
+# `rxe.vm.prepare_siw` (`rxe-vm prepare --siw --unless-native`) as well: the
+# first one builds siw.ko (downloads the kernel's headers and source).
 
 include_guard(GLOBAL)
 
@@ -27,7 +30,7 @@ set(RDMACM_RXE_VM "${CMAKE_CURRENT_LIST_DIR}/rxe-vm" CACHE FILEPATH "The Soft-Ro
 set(RDMACM_RXE_TIMEOUT 600 CACHE STRING "Default time limit (seconds) of one rxe test")
 
 function(rdmacm_add_rxe_test)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "" "NAME;TIMEOUT;WORKING_DIRECTORY"
+  cmake_parse_arguments(PARSE_ARGV 0 arg "SIW" "NAME;TIMEOUT;WORKING_DIRECTORY"
                         "COMMAND;LABELS;ENVIRONMENT;RW_DIRS")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "rdmacm_add_rxe_test: unknown arguments ${arg_UNPARSED_ARGUMENTS}")
@@ -55,6 +58,11 @@ function(rdmacm_add_rxe_test)
   foreach(dir IN LISTS arg_RW_DIRS)
     list(APPEND runner_args --rw "${dir}")
   endforeach()
+  set(fixtures rdmacm_rxe_vm)
+  if(arg_SIW)
+    list(APPEND runner_args --siw)
+    list(APPEND fixtures rdmacm_siw_vm)
+  endif()
 
   get_property(have_fixture GLOBAL PROPERTY RDMACM_RXE_FIXTURE)
   if(NOT have_fixture)
@@ -62,6 +70,15 @@ function(rdmacm_add_rxe_test)
     add_test(NAME rxe.vm.prepare COMMAND "${RDMACM_RXE_VM}" prepare --unless-native)
     set_tests_properties(rxe.vm.prepare PROPERTIES
       TIMEOUT 1800 LABELS rxe FIXTURES_SETUP rdmacm_rxe_vm)
+  endif()
+  get_property(have_siw_fixture GLOBAL PROPERTY RDMACM_SIW_FIXTURE)
+  if(arg_SIW AND NOT have_siw_fixture)
+    set_property(GLOBAL PROPERTY RDMACM_SIW_FIXTURE ON)
+    add_test(NAME rxe.vm.prepare_siw COMMAND "${RDMACM_RXE_VM}" prepare --siw --unless-native)
+    # After rxe.vm.prepare: both take the kernel cache's lock, and this one
+    # builds on what that one unpacked.
+    set_tests_properties(rxe.vm.prepare_siw PROPERTIES
+      TIMEOUT 1800 LABELS rxe FIXTURES_SETUP rdmacm_siw_vm FIXTURES_REQUIRED rdmacm_rxe_vm)
   endif()
 
   add_test(NAME ${arg_NAME}
@@ -74,7 +91,7 @@ function(rdmacm_add_rxe_test)
   set_tests_properties(${arg_NAME} PROPERTIES
     TIMEOUT ${ctest_timeout}
     LABELS "${labels}"
-    FIXTURES_REQUIRED rdmacm_rxe_vm
+    FIXTURES_REQUIRED "${fixtures}"
     # One virtual CPU per VM, and ctest counts a VM as one processor: the
     # suite runs two side by side (-j2) on a 2-core host. Two 2-CPU VMs there
     # put four TCG threads on two cores (a guest's spinning CPU waits for its

@@ -3,9 +3,11 @@
 # (the host's root under a tmpfs overlay), as root, with the host's bash.
 #
 # The runner copies this file into the run share (/run/rxe-vm) with:
-#   vm.conf  shell variables: RXE_IP RXE_PREFIX RXE_IP6 RXE_PEER_IP RXE_PEER_IP6 WAIT_PEER
+#   vm.conf  shell variables: RXE_IP RXE_PREFIX RXE_IP6 RXE_PEER_IP RXE_PEER_IP6 WAIT_PEER,
+#            with --siw also RXE_TRANSPORT=siw and SIW_MODULES (the host's cache
+#            directory of siw.ko and what it needs, with their load `order`)
 #   cmd.sh   "cd DIR; export K=V ...; exec CMD ARGS" (shell-quoted)
-# It sets up rxe0 on eth0 (which /init has configured), then runs cmd.sh with
+# It sets up rxe0 (or siw0) on eth0 (which /init has configured), then runs cmd.sh with
 # its output going to the file `output` of the share, and leaves the exit status
 # in `rc`. Setup problems are written to `setup-failed` (and the console) instead.
 # If the runner creates `dump-request` (its timeout is up), dump_state writes
@@ -13,8 +15,9 @@
 
 S=/run/rxe-vm
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-RXE_PEER_IP='' RXE_PEER_IP6='' WAIT_PEER=''
+RXE_PEER_IP='' RXE_PEER_IP6='' WAIT_PEER='' RXE_TRANSPORT=rxe SIW_MODULES=''
 . "$S/vm.conf"
+DEV=${RXE_TRANSPORT}0
 
 log() { echo "rxe-vm-stage2: $*"; }
 
@@ -27,21 +30,38 @@ wait_for() {
 	done
 }
 
-port_active() { grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state; }
+port_active() { grep -q ACTIVE "/sys/class/infiniband/$DEV/ports/1/state"; }
 # The IPv4 address shows up in the GID table as ::ffff:a.b.c.d.
 gid_has_ip() { grep -qx "0000:0000:0000:0000:0000:ffff:$(printf '%02x%02x:%02x%02x' ${RXE_IP//./ })" \
 	/sys/class/infiniband/rxe0/ports/1/gids/*; }
 
+# siw.ko (built out of tree, unsigned) and the modules it needs that the
+# initramfs lacks, from the host's cache over the read-only root.
+load_siw() {
+	local m
+	[ -s "$SIW_MODULES/order" ] || { echo "no siw modules in '$SIW_MODULES'"; return 1; }
+	while read -r m; do
+		[ -d "/sys/module/${m%.ko}" ] && continue
+		insmod "$SIW_MODULES/$m" || { echo "insmod $SIW_MODULES/$m failed"; return 1; }
+	done < "$SIW_MODULES/order"
+}
+
 # Each step says what went wrong (set -e does not work inside an `if`).
 setup() {
 	# eth0 is already configured by /init.
-	rdma link add rxe0 type rxe netdev eth0 || { echo "rdma link add rxe0 failed"; return 1; }
-	wait_for 100 port_active || { echo "rxe0 port 1 is not ACTIVE"; cat /sys/class/infiniband/rxe0/ports/1/state; return 1; }
-	wait_for 100 gid_has_ip || { echo "rxe0 has no GID for $RXE_IP"; return 1; }
+	if [ "$RXE_TRANSPORT" = siw ]; then
+		load_siw || return 1
+		rdma link add siw0 type siw netdev eth0 || { echo "rdma link add siw0 failed"; return 1; }
+		wait_for 100 port_active || { echo "siw0 port 1 is not ACTIVE"; cat /sys/class/infiniband/siw0/ports/1/state; return 1; }
+	else
+		rdma link add rxe0 type rxe netdev eth0 || { echo "rdma link add rxe0 failed"; return 1; }
+		wait_for 100 port_active || { echo "rxe0 port 1 is not ACTIVE"; cat /sys/class/infiniband/rxe0/ports/1/state; return 1; }
+		wait_for 100 gid_has_ip || { echo "rxe0 has no GID for $RXE_IP"; return 1; }
+	fi
 	test -c /dev/infiniband/rdma_cm || { echo "no /dev/infiniband/rdma_cm"; return 1; }
 	test -r /sys/class/misc/rdma_cm/abi_version || { echo "no /sys/class/misc/rdma_cm/abi_version"; return 1; }
-	ibv_devices | grep -qw rxe0 || { echo "ibv_devices does not list rxe0"; ibv_devices; return 1; }
-	rdma link show | grep -q 'rxe0/1 state ACTIVE' || { echo "rdma link does not show rxe0 ACTIVE"; rdma link show; return 1; }
+	ibv_devices | grep -qw "$DEV" || { echo "ibv_devices does not list $DEV"; ibv_devices; return 1; }
+	rdma link show | grep -q "$DEV/1 state ACTIVE" || { echo "rdma link does not show $DEV ACTIVE"; rdma link show; return 1; }
 	if [ -n "$WAIT_PEER" ]; then
 		# Two-VM runs: the link is up once the peer answers.
 		wait_for 600 busybox ping -c 1 -W 1 "$RXE_PEER_IP" || { echo "peer $RXE_PEER_IP does not answer"; return 1; }
@@ -95,17 +115,20 @@ watch_for_dump_request() {
 
 if ! (setup) > "$S/setup.log" 2>&1; then
 	cat "$S/setup.log"
-	log "setup of rxe0 failed"
+	log "setup of $DEV failed"
 	cp "$S/setup.log" "$S/setup-failed"
 	exit 1
 fi
 : > "$S/started"
-log "rxe0 is up ($RXE_IP); running the command"
+log "$DEV is up ($RXE_IP); running the command"
 watch_for_dump_request &
 watcher=$!
+# siw counts the memory a process registers against RLIMIT_MEMLOCK, even
+# root's (rxe does not): 8 MiB by default, too little for e.g. fi_pingpong.
+[ "$RXE_TRANSPORT" = siw ] && ulimit -l unlimited
 
 env -i PATH="$PATH" HOME=/root USER=root LOGNAME=root SHELL=/bin/bash TERM=dumb LANG=C.UTF-8 \
-	RXE_DEV=rxe0 RXE_NETDEV=eth0 RXE_IP="$RXE_IP" RXE_IP6="$RXE_IP6" \
+	RXE_DEV="$DEV" RXE_NETDEV=eth0 RXE_TRANSPORT="$RXE_TRANSPORT" RXE_IP="$RXE_IP" RXE_IP6="$RXE_IP6" \
 	${RXE_PEER_IP:+RXE_PEER_IP="$RXE_PEER_IP"} ${RXE_PEER_IP6:+RXE_PEER_IP6="$RXE_PEER_IP6"} \
 	RDMACM_IN_VM=1 \
 	/bin/bash "$S/cmd.sh" </dev/null >>"$S/output" 2>&1

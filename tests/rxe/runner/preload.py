@@ -27,6 +27,11 @@ Soft-RoCE VM).
   --save DIR     copy the logs of failed and XFAIL cases to DIR at the end
   --list         print the case names and exit
 
+Two cases pair the preload under test with rdma-core's (on rdma-core's
+librdmacm) in fork mode, one at each end (rstream-fork-rdma-core-client,
+-server): left out when the preload under test is rdma-core's or it is not
+installed.
+
 Environment: RXE_IP (required: the RDMA device's IPv4 address), RXE_DEV (rxe0).
 
 Every process of every case runs with LD_PRELOAD=<the preload> under a
@@ -62,8 +67,12 @@ import core
 import judge
 from core import now, say, secs_since
 
-CASES = ['rstream-sockets', 'rstream-blocking', 'rstream-poll', 'rstream-fork', 'nc-traditional', 'socat-server',
-         'socat-client', 'nc-openbsd', 'iperf3', 'memcached', 'sockperf-tcp', 'sockperf-udp', 'redis']
+CASES = ['rstream-sockets', 'rstream-blocking', 'rstream-poll', 'rstream-fork', 'rstream-fork-rdma-core-client',
+         'rstream-fork-rdma-core-server', 'nc-traditional', 'socat-server', 'socat-client', 'nc-openbsd', 'iperf3',
+         'memcached', 'sockperf-tcp', 'sockperf-udp', 'redis']
+# rdma-core's preload (on rdma-core's librdmacm): the other end of the mixed cases.
+REFERENCE_LIB = '/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so'
+MIXED = ('rstream-fork-rdma-core-client', 'rstream-fork-rdma-core-server')
 PROGRAMS = ['rstream', 'nc.traditional', 'nc.openbsd', 'socat', 'iperf3', 'memcached', 'memcslap', 'memccp',
             'memccat', 'sockperf', 'redis-server', 'redis-benchmark']
 FILE_SIZE = 4 << 20
@@ -109,9 +118,10 @@ class Preload:
     def preload_cmd(self, c, role, t, argv):
         """ARGV as process ROLE limited to T seconds, preloaded,
         LD_DEBUG=files into DIR/ROLE.ld.<pid>, extra environment c.extra_env."""
-        env = ['LD_PRELOAD=' + self.lib, 'LD_DEBUG=files', 'LD_DEBUG_OUTPUT=%s/%s.ld' % (c.dir, role)] + c.extra_env
-        if self.rdmacm:
-            env.append('LD_LIBRARY_PATH=' + os.path.dirname(self.rdmacm))
+        lib, rdmacm = self.libs_of(c, role)
+        env = ['LD_PRELOAD=' + lib, 'LD_DEBUG=files', 'LD_DEBUG_OUTPUT=%s/%s.ld' % (c.dir, role)] + c.extra_env
+        if rdmacm:
+            env.append('LD_LIBRARY_PATH=' + os.path.dirname(rdmacm))
         cmd = core.limited(self.tmo(t))
         if self.o.strace:
             cmd += ['strace', '-f', '-qq', '-tt', '-s', '64', '-o', '%s/%s.strace' % (c.dir, role)]
@@ -123,6 +133,11 @@ class Preload:
         with open('%s/%s.cmd' % (c.dir, role), 'w') as f:
             f.write(' '.join(c.extra_env) + ' ' + ' '.join(argv) + '\n')
         return cmd + argv
+
+    def libs_of(self, c, role):
+        """The preload and librdmacm ROLE runs with: the ones under test, or
+        rdma-core's on its own library for the other end of a mixed case."""
+        return c.libs.get(role, (self.lib, self.rdmacm))
 
     def prog_pid(self, p):
         """The program's pid (under --strace: strace's first child)."""
@@ -164,9 +179,9 @@ class Preload:
                 self.why(c, '%s not listening on port %d after %ds' % (role, port, self.tmo(20)))
                 return False
             time.sleep(0.1)
-        k = self.prog_pid(p)
-        if k and self.lib not in core.read('/proc/%d/maps' % k, ''):
-            self.why(c, '%s (pid %d) does not map %s' % (role, k, self.lib))
+        k, lib = self.prog_pid(p), self.libs_of(c, role)[0]
+        if k and lib not in core.read('/proc/%d/maps' % k, ''):
+            self.why(c, '%s (pid %d) does not map %s' % (role, k, lib))
             return False
         c.evidence += '%s maps the preload; ' % role
         return True
@@ -271,6 +286,18 @@ class Preload:
         # socket until the child's first call, then the RDMA connection).
         c.extra_env = ['RDMAV_FORK_SAFE=1']
         self.rstream_case(c, '-T f', '-T s', 'any')
+
+    def case_rstream_fork_rdma_core_client(self, c):
+        # The same with rdma-core 44's preload under the client: its move
+        # (the active side: peek the zero, rconnect from any port) against ours.
+        c.libs['client'] = (REFERENCE_LIB, '')
+        self.case_rstream_fork(c)
+
+    def case_rstream_fork_rdma_core_server(self, c):
+        # rdma-core 44's preload under the forking server (the passive side:
+        # announce, then a blocking raccept) and ours under the client.
+        c.libs['server'] = (REFERENCE_LIB, '')
+        self.case_rstream_fork(c)
 
     def case_nc_traditional(self, c):
         c.bytes, p = FILE_SIZE, str(c.port)
@@ -379,15 +406,16 @@ class Preload:
         for role in c.roles:
             prefix = '%s.ld.' % role
             files = sorted(f for f in os.listdir(c.dir) if f.startswith(prefix))
+            lib, rdmacm = self.libs_of(c, role)
             for f in files:
                 text = core.read(os.path.join(c.dir, f), '')
                 pid = f[len(prefix):]
-                if 'calling init: ' + self.lib not in text:
-                    return self.why(c, '%s (%s) did not load %s (LD_DEBUG=files)' % (role, pid, self.lib))
+                if 'calling init: ' + lib not in text:
+                    return self.why(c, '%s (%s) did not load %s (LD_DEBUG=files)' % (role, pid, lib))
                 m = re.search(r'calling init: ([^ \n]*librdmacm[^ \n]*)', text)
                 rl = os.path.realpath(m.group(1)) if m else ''
-                if self.rdmacm and rl != self.rdmacm:
-                    return self.why(c, '%s (%s) loaded librdmacm %s, not %s' % (role, pid, rl or '(none)', self.rdmacm))
+                if rdmacm and rl != rdmacm:
+                    return self.why(c, '%s (%s) loaded librdmacm %s, not %s' % (role, pid, rl or '(none)', rdmacm))
             if not files:
                 return self.why(c, '%s left no LD_DEBUG output (did it start?)' % role)
         c.evidence += 'all %d processes loaded the preload (on %s)' % (len(c.roles), rl or 'no librdmacm')
@@ -400,6 +428,7 @@ class Preload:
         c.dir = '%s/%02d-%s' % (self.logroot, self.run, name)
         os.makedirs(c.dir, exist_ok=True)
         c.why, c.evidence, c.bytes, c.min_pkts, c.roles, c.extra_env, c.srv_pid = '', '', 0, None, [], [], {}
+        c.libs = {}
         c.leftover = []
         c.src = self.source
         t0, p0, l0 = now(), core.sent_pkts(), core.lo_bytes()
@@ -464,6 +493,10 @@ class Preload:
         o = self.o
         selected = [c for c in CASES if not (o.except_ and re.search(o.except_, c))
                     and (not o.only or re.search(o.only, c))]
+        # The mixed cases pair the preload under test with rdma-core's: not
+        # when that is rdma-core's, nor where it is not installed.
+        if not os.path.isfile(REFERENCE_LIB) or os.path.realpath(o.lib) == os.path.realpath(REFERENCE_LIB):
+            selected = [c for c in selected if c not in MIXED]
         if o.list:
             say(*selected)
             return 0
@@ -507,7 +540,7 @@ class Preload:
 
 
 def add_options(p, repo):
-    p.add_argument('--lib', default='/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so')
+    p.add_argument('--lib', default=REFERENCE_LIB)
     p.add_argument('--rdmacm', default='')
     p.add_argument('--only', default='')
     p.add_argument('--except', dest='except_', default='')

@@ -1,0 +1,221 @@
+#!/bin/bash
+# Soft-iWARP smoke test (siw0 in the VM: `rxe-vm --siw`, ctest rxe.siw_smoke).
+#
+# rdma-core's rping, ucmatose, rstream and riostream, server and client on rdma-core's library,
+# both on ours, and mixed both ways. A pair passes only if both sides print
+# everything they should, each loaded the librdmacm.so.1 it was meant to
+# (LD_DEBUG=libs: "calling init: PATH"), and its bytes crossed siw: client and
+# server share the VM, so they talk over `lo` and eth0's counters stay still,
+# and siw has no hw_counters; a kprobe on siw_tcp_rx_data (siw's receive
+# path, called for each batch of iWARP frames a QP's socket has) counts them.
+#
+# rdma-core's rstream (64 KiB transfers; 64 B blocking) and riostream, the same
+# four ways: rsocket streams on iWARP, wire-compatible with rdma-core's.
+#
+# Then what iWARP cannot do: udaddy (UD datagrams) must fail with the same
+# error on both libraries. siw makes RC QPs only: rdma_create_qp of the UD QP
+# fails with EOPNOTSUPP ("unable to create QP: Operation not supported").
+#
+#   siw_smoke.sh --lib PATH/librdmacm.so.1
+#
+# Environment: RXE_IP (siw0's address), RXE_DEV (siw0). Needs root (tracefs).
+# Output: `PASS|FAIL <case>: ...` per case and last `N passed, M failed`.
+# Failures are judged as every harness's (tests/FLAKY.md, runner/judge.py):
+# rdma-core's rping exiting 255 from its known race after its pings is
+# FORGIVEN; a failed pair runs once more (a `FLAKY siw_smoke <case>:` line),
+# except when a process loaded the wrong library or the bytes did not cross siw.
+set -u
+LIB=''
+while [ $# -gt 0 ]; do
+	case $1 in
+	--lib) LIB=$2; shift ;;
+	*) echo "usage: $0 --lib PATH/librdmacm.so.1" >&2; exit 2 ;;
+	esac
+	shift
+done
+[ -n "$LIB" ] && [ -n "${RXE_IP:-}" ] || { echo "usage: RXE_IP=... $0 --lib PATH/librdmacm.so.1" >&2; exit 2; }
+LIBDIR=$(cd "$(dirname "$LIB")" && pwd)
+OURS=$(readlink -f "$LIB")
+JUDGE=$(dirname "$(readlink -f "$0")")/runner/run.py
+IP=$RXE_IP
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"; [ -n "${PROBE:-}" ] && { echo 0 > "$T/events/kprobes/siw_smoke_rx/enable"; echo "-:siw_smoke_rx" >> "$T/kprobe_events"; } 2>/dev/null' EXIT
+pass=0 fail=0 port=7400
+
+grep -q RNIC "/sys/class/infiniband/${RXE_DEV:-siw0}/node_type" 2>/dev/null ||
+	{ echo "FAIL setup: ${RXE_DEV:-siw0} is not an iWARP device"; exit 1; }
+
+# The kprobe, and its hit count (kprobe_profile: name, hits, misses).
+T=/sys/kernel/tracing
+[ -e "$T/kprobe_events" ] || mount -t tracefs nodev "$T" || { echo "FAIL setup: no tracefs"; exit 1; }
+echo 'p:siw_smoke_rx siw_tcp_rx_data' >> "$T/kprobe_events" || { echo "FAIL setup: kprobe on siw_tcp_rx_data"; exit 1; }
+PROBE=1
+echo 1 > "$T/events/kprobes/siw_smoke_rx/enable" || { echo "FAIL setup: enabling the kprobe"; exit 1; }
+rx_count() { awk '$1 == "siw_smoke_rx" { print $2 }' "$T/kprobe_profile"; }
+
+# lib_env LIB: the environment that gives a program library LIB: ours, or
+# sys (rdma-core's, which rdmacm-utils' tools are linked with).
+lib_env() { [ "$1" = sys ] || echo "LD_LIBRARY_PATH=$LIBDIR"; }
+
+# loaded ROLE LIB: the librdmacm.so.1 that process ROLE initialised is LIB's.
+loaded() {
+	local path
+	path=$(sed -n 's/.*calling init: \(.*\/librdmacm\.so\.1\)$/\1/p' "$TMP/$1".ld.* 2>/dev/null | head -n 1)
+	[ -n "$path" ] || { echo "$1 loaded no librdmacm.so.1"; return 1; }
+	path=$(readlink -f "$path")
+	if [ "$2" = ours ] && [ "$path" != "$OURS" ]; then echo "$1 loaded $path, not ours"; return 1; fi
+	if [ "$2" = sys ] && [ "$path" = "$OURS" ]; then echo "$1 loaded ours, not rdma-core's"; return 1; fi
+	return 0
+}
+
+# listening PORT: some rdma_cm id listens on PORT.
+listening() { rdma res show cm_id 2>/dev/null | grep 'state LISTEN' | grep -q ":$1 "; }
+
+# start_server LIB CMD...: starts the server in the background (SRV), waits until it listens.
+start_server() {
+	local lib=$1 end
+	shift
+	# shellcheck disable=SC2046
+	timeout -k 2 60 env $(lib_env "$lib") LD_DEBUG=libs LD_DEBUG_OUTPUT="$TMP/server.ld" "$@" \
+		>"$TMP/server.out" 2>"$TMP/server.err" &
+	SRV=$!
+	end=$((SECONDS + 30))
+	until listening "$PORT"; do
+		kill -0 "$SRV" 2>/dev/null && [ $SECONDS -lt $end ] || return 1
+		sleep 0.1
+	done
+}
+
+# run_client LIB CMD...: runs the client (its status in CLI_RC).
+run_client() {
+	local lib=$1
+	shift
+	# shellcheck disable=SC2046
+	timeout -k 2 60 env $(lib_env "$lib") LD_DEBUG=libs LD_DEBUG_OUTPUT="$TMP/client.ld" "$@" \
+		>"$TMP/client.out" 2>"$TMP/client.err"
+	CLI_RC=$?
+}
+
+has() { grep -qE "$2" "$TMP/$1.out"; }
+# exit_ok TOOL ROLE STATUS CASE: 0, or rdma-core's known race at its exit.
+exit_ok() { [ "$3" = 0 ] || "$JUDGE" judge peer-exit-race "$1" "$3" "$TMP/$2.err" "$4"; }
+count() { grep -cE "$2" "$TMP/$1.out"; }
+
+logs() {
+	cat "$TMP/server.out" "$TMP/server.err" 2>/dev/null | sed 's/^/  [server] /' | tail -n 15
+	cat "$TMP/client.out" "$TMP/client.err" 2>/dev/null | sed 's/^/  [client] /' | tail -n 15
+}
+
+verdict() { # NAME WHY
+	if [ -z "$2" ]; then
+		pass=$((pass + 1))
+		echo "PASS $1: $RX siw receive calls"
+	else
+		fail=$((fail + 1))
+		echo "FAIL $1: $2"
+		logs
+	fi
+}
+
+# pair TOOL SRV_LIB CLI_LIB: runs TOOL's case (try), once more if it failed
+# in a way that does not prove a library wrong.
+C=10
+pair() {
+	local name="$1 server $2, client $3"
+	try "$@"
+	if [ -n "$WHY" ] && [ "$NEVER" = 0 ]; then
+		echo "FLAKY siw_smoke $name: $WHY"
+		logs
+		try "$@"
+	fi
+	verdict "$name" "$WHY"
+}
+
+# try TOOL SRV_LIB CLI_LIB: one run of TOOL's case. Sets WHY (empty if it
+# passed) and NEVER (1 for a failure that must not be rerun).
+try() {
+	local tool=$1 sl=$2 cl=$3 why='' before srv_rc name="$1 server $2, client $3"
+	port=$((port + 1)) PORT=$port
+	rm -f "$TMP"/*
+	before=$(rx_count)
+	case $tool in
+	rping)
+		start_server "$sl" rping -s -a "$IP" -p "$PORT" -v -C $C -S 1024 || why="server did not listen"
+		[ -n "$why" ] || run_client "$cl" rping -c -a "$IP" -p "$PORT" -v -C $C -S 1024 ;;
+	ucmatose)
+		start_server "$sl" ucmatose -b "$IP" -p "$PORT" -c 2 -C $C -S 1024 || why="server did not listen"
+		[ -n "$why" ] || run_client "$cl" ucmatose -s "$IP" -p "$PORT" -c 2 -C $C -S 1024 ;;
+	rstream | rstream-blocking | riostream)
+		# rsocket streams: on iWARP each message is a write and a 4-byte SEND.
+		local prog=${tool%-blocking} args="-S 65536 -C $C"
+		[ "$tool" = rstream-blocking ] && args="-T b -S 64 -C 100"
+		# shellcheck disable=SC2086
+		start_server "$sl" $prog -b "$IP" -p "$PORT" $args || why="server did not listen"
+		# shellcheck disable=SC2086
+		[ -n "$why" ] || run_client "$cl" $prog -s "$IP" -p "$PORT" $args ;;
+	esac
+	wait "$SRV" 2>/dev/null
+	srv_rc=$?
+	RX=$(( $(rx_count) - before ))
+	[ -z "$why" ] && ! exit_ok "$tool" client "$CLI_RC" "$name" >&2 && why="client exit $CLI_RC"
+	[ -z "$why" ] && ! exit_ok "$tool" server "$srv_rc" "$name" >&2 && why="server exit $srv_rc"
+	if [ -z "$why" ] && [ "$tool" = rping ]; then
+		[ "$(count client '^ping data: rdma-ping-')" = $C ] || why="client printed $(count client '^ping data: rdma-ping-') of $C pings"
+		[ -z "$why" ] && [ "$(count server '^server ping data: rdma-ping-')" != $C ] && why="server printed $(count server '^server ping data: rdma-ping-') of $C pings"
+	fi
+	if [ -z "$why" ] && [ "$tool" = ucmatose ]; then
+		has server 'return status 0' || why="server did not end with status 0"
+		[ -z "$why" ] && ! has client 'return status 0' && why="client did not end with status 0"
+		[ -z "$why" ] && ! has client 'data transfers complete' && why="client's transfers incomplete"
+	fi
+	if [ -z "$why" ] && [ "${tool%stream*}" != "$tool" ]; then
+		# Its figures line, once the transfers (both ways) are done.
+		has client '^custom ' || why="client printed no result line"
+		[ -z "$why" ] && ! has server '^custom ' && why="server printed no result line"
+	fi
+	# rping: every ping is a round trip of SEND, RDMA READ, SEND, RDMA WRITE
+	# (each waits for the last), so at least one receive batch per ping.
+	# ucmatose: both sides of its 2 connections send their C messages at
+	# once (measured: one call per message, 4 C in all), batches may merge:
+	# at least one per connection and direction.
+	local min=$C
+	[ "$tool" = ucmatose ] && min=4
+	NEVER=0
+	[ -z "$why" ] && [ "$RX" -lt $min ] && why="only $RX siw receive calls (want $min): the bytes did not cross siw" NEVER=1
+	[ -z "$why" ] && { why=$(loaded server "$sl") && why=$(loaded client "$cl") && why='' || NEVER=1; }
+	WHY=$why
+}
+
+for tool in rping ucmatose rstream rstream-blocking riostream; do
+	for libs in "sys sys" "ours ours" "ours sys" "sys ours"; do
+		# shellcheck disable=SC2086
+		pair $tool $libs
+	done
+done
+
+# udaddy (UD) on each library: the client fails to create its QP, the same way.
+# udaddy has no port option: 7174.
+declare -A ud_error
+for lib in sys ours; do
+	PORT=7174 why=''
+	rm -f "$TMP"/*
+	before=$(rx_count)
+	start_server "$lib" udaddy -b "$IP" || why="server did not listen"
+	run_client "$lib" udaddy -s "$IP" -b "$IP"
+	kill "$SRV" 2>/dev/null
+	wait "$SRV" 2>/dev/null
+	RX=$(( $(rx_count) - before ))
+	ud_error[$lib]=$(cat "$TMP/client.out" "$TMP/client.err" | grep '^udaddy: ' | grep -v 'starting client\|connecting' | head -n 1)
+	[ -z "$why" ] && [ "$CLI_RC" = 0 ] && why="the client succeeded: UD over iWARP?"
+	[ -z "$why" ] && [ "${ud_error[$lib]}" != 'udaddy: unable to create QP: Operation not supported' ] &&
+		why="client's error is '${ud_error[$lib]}', not EOPNOTSUPP from rdma_create_qp"
+	[ -z "$why" ] && { why=$(loaded client "$lib") && why=''; }
+	verdict "udaddy on $lib fails as it should (${ud_error[$lib]:-no error line}, exit $CLI_RC)" "$why"
+done
+if [ "${ud_error[sys]}" != "${ud_error[ours]}" ]; then
+	fail=$((fail + 1))
+	echo "FAIL udaddy: rdma-core's '${ud_error[sys]}', ours '${ud_error[ours]}'"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
