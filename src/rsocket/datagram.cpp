@@ -264,7 +264,8 @@ ssize_t DatagramSocket::send(const void* buf, size_t len, int flags) {
   LockGuard lock(send_mutex_);
   if (!conn_dest_) return -EDESTADDRREQ;  // rdma-core 44: a NULL dereference
   Dest* dest = conn_dest_;
-  if (len > wire::kDsSlotSize - dest->qp->hdr.length) return -EMSGSIZE;
+  // Also over UDP: the peer's service forwards it as one UD message.
+  if (len > dest->qp->max_payload()) return -EMSGSIZE;
   if (dest->over_udp()) return send_udp(dest, buf, len, flags, wire::Op::data);
   return send_ud(dest, dest->qp->hdr, buf, len, flags);
 }
@@ -277,7 +278,8 @@ ssize_t DatagramSocket::send_to(const void* buf, size_t len, int flags, const so
   Addr key;
   if (int err = to_key(dst, dst_len, &key)) return err;
   // Before making a QP for it: one slot holds the header and the payload
-  // (rdma-core 44 copies past the slot).
+  // (rdma-core 44 copies past the slot); the QP's port may allow less
+  // (its MTU: checked below).
   size_t room = wire::kDsSlotSize - (key.sa.sa_family == AF_INET ? wire::kDsIpv4HeaderLength
                                                                  : wire::kDsIpv6HeaderLength);
   if (len > room) return -EMSGSIZE;
@@ -287,7 +289,8 @@ ssize_t DatagramSocket::send_to(const void* buf, size_t len, int flags, const so
     if (int err = get_dest(dst, dst_len, &conn_dest_)) return err;
   }
   Dest* dest = conn_dest_;
-  if (len > wire::kDsSlotSize - dest->qp->hdr.length) return -EMSGSIZE;
+  // Also over UDP: the peer's service forwards it as one UD message.
+  if (len > dest->qp->max_payload()) return -EMSGSIZE;
   if (dest->over_udp()) return send_udp(dest, buf, len, flags, wire::Op::data);
   return send_ud(dest, dest->qp->hdr, buf, len, flags);
 }

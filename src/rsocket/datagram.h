@@ -52,7 +52,13 @@ struct DatagramQp {
   ibv_mr* rmr = nullptr;
   uint8_t* rbuf = nullptr;  // rq_size slots, then one GRH per slot
   uint16_t max_inline = 0;  // what the device granted
+  uint32_t max_msg = wire::kDsSlotSize;  // one UD message: a slot, or the port's MTU if less
   bool roce = false;        // its port's link layer is Ethernet
+
+  // The most payload one datagram from this QP carries: a UD message bigger
+  // than the port's MTU is dropped by the device without a word (IB spec
+  // C10-93.1.1; rxe completes it successfully), so past this a send fails.
+  size_t max_payload() const { return max_msg - hdr.length; }
   std::atomic<bool> cq_armed{false};  // set by arm (cq_mutex_), cleared by sleep_on_cq
 };
 

@@ -63,6 +63,11 @@ int roce_grh(rdma_cm_id* local, const ibv_port_attr& port, const ibv_gid& dgid,
   return 0;
 }
 
+// A port's MTU in bytes (IBV_MTU_256 ... IBV_MTU_4096); 0 if it names none.
+uint32_t mtu_bytes(ibv_mtu mtu) {
+  return mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096 ? 128u << mtu : 0;
+}
+
 }  // namespace
 
 // A UD QP bound to src (our address and the UDP socket's port), its CQ,
@@ -95,6 +100,7 @@ int DatagramSocket::create_qp(const Addr& src, Qp** out) {
   ibv_port_attr port;
   if ((err = ibv_query_port(id->verbs, id->port_num, &port))) return fail(-err);
   q->roce = port.link_layer == IBV_LINK_LAYER_ETHERNET;
+  if (uint32_t mtu = mtu_bytes(port.active_mtu); mtu && mtu < q->max_msg) q->max_msg = mtu;
   ibv_ah_attr ah{};
   ah.port_num = id->port_num;
   if (port.link_layer == IBV_LINK_LAYER_ETHERNET) {

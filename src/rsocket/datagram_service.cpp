@@ -85,8 +85,11 @@ void DatagramSocket::forward_udp(const Addr& from, socklen_t from_len, uint32_t 
   if (data) {
     Qp* qp = dest->qp;
     wire::DsHeader from_hdr = encode_header(dest->addr);
-    len = std::min<size_t>(len, wire::kDsSlotSize - from_hdr.length);
-    // No room in the send queue: dropped, as a full UDP socket drops.
+    // More than one UD message from our QP holds (a peer that does not
+    // check its port's MTU, as rdma-core 44): dropped, as the device would
+    // drop it without a word. No room in the send queue: dropped, as a full
+    // UDP socket drops.
+    if (len + from_hdr.length > qp->max_msg) return;
     if (qp->self && qp->self->ah) send_ud(qp->self, from_hdr, payload, len, MSG_DONTWAIT);
   }
 }

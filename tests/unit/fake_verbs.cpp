@@ -1,7 +1,7 @@
 // The libibverbs calls of the library, answered by one fake InfiniBand
 // device (see fake_verbs.h). Definitions in the executable take precedence
 // over libibverbs' for the library's objects linked into it. QPs, CQs,
-// completion channels and MRs are heap objects, counted, so a leak shows
+// completion channels, MRs and address handles are heap objects, counted, so a leak shows
 // twice: in fake_verbs_objects() and to LeakSanitizer. The data path (CQs,
 // channels, MRs, posting) is fake_data_path.cpp's.
 #include "fake_verbs.h"
@@ -29,6 +29,7 @@ std::atomic<ibv_qp*> last_qp{nullptr};
 // in the concurrency tests).
 std::mutex history_mutex;
 std::map<const ibv_qp*, std::vector<ibv_qp_state>> history;
+std::atomic<ibv_mtu> active_mtu{IBV_MTU_4096};  // the port's (fake_set_active_mtu)
 
 ibv_device device = [] {
   ibv_device d{};
@@ -52,6 +53,8 @@ ibv_pd pd = [] {
 }  // namespace
 
 size_t fake_verbs_objects() { return fake::objects; }
+
+void fake_set_active_mtu(ibv_mtu mtu) { active_mtu = mtu; }
 
 ibv_qp* fake_last_qp() { return last_qp; }
 
@@ -129,8 +132,22 @@ int(ibv_query_port)(ibv_context*, uint8_t, _compat_ibv_port_attr* compat) {
   auto* attr = reinterpret_cast<ibv_port_attr*>(compat);
   attr->state = IBV_PORT_ACTIVE;
   attr->link_layer = IBV_LINK_LAYER_INFINIBAND;
+  attr->max_mtu = IBV_MTU_4096;
+  attr->active_mtu = active_mtu;
+  attr->lid = 1;
   return 0;
 }
+
+// Address handles: counted objects, nothing more (the fake data path
+// records what a UD send carries, not where it goes).
+ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr*) {
+  auto* ah = make<ibv_ah>();
+  ah->context = pd->context;
+  ah->pd = pd;
+  return ah;
+}
+
+int ibv_destroy_ah(ibv_ah* ah) { return release(ah); }
 
 ibv_pd* ibv_alloc_pd(ibv_context*) { return &pd; }
 

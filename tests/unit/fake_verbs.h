@@ -31,8 +31,13 @@ int add_qp(rdma_cm_id* id, ibv_qp_type type = IBV_QPT_RC);
 int fake_device_opens();
 int fake_device_closes();
 
-// QPs, CQs, completion channels and MRs alive (none should outlive its id).
+// QPs, CQs, completion channels, MRs and address handles alive (none
+// should outlive its id).
 size_t fake_verbs_objects();
+
+// The MTU the port reports as active from now on (IBV_MTU_4096 at start;
+// ibv_query_port reports max_mtu IBV_MTU_4096 and LID 1 always).
+void fake_set_active_mtu(ibv_mtu mtu);
 
 // The states a live QP was moved to by ibv_modify_qp, in order (its
 // creation in RESET not included).

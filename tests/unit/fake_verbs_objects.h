@@ -13,7 +13,7 @@
 
 namespace rdmacm::testing::fake {
 
-// QPs, CQs, completion channels and MRs alive.
+// QPs, CQs, completion channels, MRs and address handles alive.
 extern std::atomic<size_t> objects;
 
 template <typename T>
