@@ -294,9 +294,13 @@ int FakeTransport::resolve_route(int fd, uint32_t id, uint32_t) {
   return replied(Cmd::resolve_route, fd, id, 0, simple(Cmd::resolve_route, id));
 }
 
-int FakeTransport::query_path(int, uint32_t id, ibv_path_data*, size_t* n) {
-  *n = 0;
-  return simple(Cmd::query_path, id);
+int FakeTransport::query_path(int, uint32_t id, ibv_path_data* out, size_t* n) {
+  std::lock_guard lock(mutex_);
+  if (int err = injected(Cmd::query_path)) return err;
+  if (!ids_.count(id)) return -EINVAL;
+  *n = std::min(*n, paths.size());  // as the kernel: what fits the caller's room
+  std::copy_n(paths.begin(), *n, out);
+  return 0;
 }
 
 int FakeTransport::connect(int fd, uint32_t id, const ucma_abi_conn_param& param, const ucma_abi_ece&) {
@@ -350,8 +354,14 @@ int FakeTransport::init_qp_attr(int, uint32_t id, ibv_qp_state state, ibv_qp_att
 
 int FakeTransport::notify(int, uint32_t id, uint32_t) { return simple(Cmd::notify, id); }
 
-int FakeTransport::set_option(int, uint32_t id, int, int, const void*, size_t) {
-  return simple(Cmd::set_option, id);
+int FakeTransport::set_option(int fd, uint32_t id, int level, int name, const void* value,
+                              size_t len) {
+  {
+    std::lock_guard lock(mutex_);
+    auto* bytes = static_cast<const uint8_t*>(value);
+    last_option = {level, name, std::vector<uint8_t>(bytes, bytes + len)};
+  }
+  return replied(Cmd::set_option, fd, id, 0, simple(Cmd::set_option, id));
 }
 
 int FakeTransport::migrate_id(int new_fd, uint32_t id, int old_fd, uint32_t* events_reported) {

@@ -153,6 +153,14 @@ class FakeTransport : public Transport {
   // The last handed to connect alone (an active side's accept, completing
   // its connection, replaces last_conn).
   ucma_abi_conn_param last_connect{};
+  // The path records query_path answers for every id (an SA's answer on
+  // InfiniBand); none at start.
+  std::vector<ibv_path_data> paths;
+  // The last option handed to set_option (RDMA_OPTION_IB_PATH: the records).
+  struct Option {
+    int level = -1, name = -1;
+    std::vector<uint8_t> value;
+  } last_option;
   // The uid the library gave the last join: the kernel reports the group's
   // events (MULTICAST_JOIN, MULTICAST_ERROR) against it.
   uint64_t last_join_uid = 0;
