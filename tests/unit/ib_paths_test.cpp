@@ -11,16 +11,23 @@
 //   only what an rdma_addrinfo's ai_connect holds (rdma-core's ibacm path
 //   builds a 36-byte ib_connect_hdr there for IP addresses turned into
 //   AF_IB), nothing otherwise: the CM header of AF_INET/AF_INET6 over IB is
-//   the kernel's to add, and AF_IB has none.
+//   the kernel's to add, and AF_IB has none; rsocket streams over AF_IB put
+//   their connection data after room for that 36-byte header (rdma-core
+//   44's rs_conn_data_offset), over AF_INET at the start.
 #include <endian.h>
 #include <infiniband/ib.h>
 #include <infiniband/sa.h>
 
+#include <poll.h>
+#include <rdma/rsocket.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <vector>
 
 #include "device_fixture.h"
+#include "rsocket/protocol.h"
 
 namespace rdmacm::testing {
 namespace {
@@ -261,6 +268,122 @@ TEST_F(AfIbHeader, NothingPrependedWithoutAddrinfoConnectData) {
     EXPECT_EQ(sent, std::vector<uint8_t>(kUser, kUser + sizeof(kUser)));
     rdma_destroy_ep(id);
   }
+}
+
+// An rsocket stream's connection data in the kernel's connect command: after
+// 36 bytes left for the IB connection header on AF_IB, at the start on
+// AF_INET, as rdma-core 44's rs_do_connect lays it out.
+class RsocketAfIb : public DeviceTest {
+ protected:
+  // The private data of the connect a non-blocking rconnect from src to dst
+  // hands the kernel (driven by rpoll; nothing answers the connect).
+  std::vector<uint8_t> connect_data(const sockaddr* src, const sockaddr* dst, socklen_t len) {
+    int fd = ::rsocket(src->sa_family, SOCK_STREAM, 0);
+    EXPECT_GE(fd, 0) << strerror(errno);
+    if (fd < 0) return {};
+    EXPECT_EQ(rbind(fd, src, len), 0) << strerror(errno);
+    EXPECT_EQ(rfcntl(fd, F_SETFL, O_NONBLOCK), 0);
+    errno = 0;
+    int ret = rconnect(fd, dst, len);
+    EXPECT_TRUE(ret == 0 || errno == EINPROGRESS) << strerror(errno);
+    auto connected = [&] {
+      auto cmds = fake.commands();
+      return std::find(cmds.begin(), cmds.end(), Cmd::connect) != cmds.end();
+    };
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!connected() && std::chrono::steady_clock::now() < end) {
+      pollfd p{fd, POLLOUT, 0};
+      rpoll(&p, 1, 10);
+    }
+    EXPECT_TRUE(connected()) << "no connect reached the kernel";
+    const ucma_abi_conn_param& c = fake.last_connect;
+    std::vector<uint8_t> data(c.private_data, c.private_data + c.private_data_len);
+    EXPECT_EQ(rclose(fd), 0);
+    return data;
+  }
+};
+
+TEST_F(RsocketAfIb, ConnectionDataAfterRoomForTheIbHeader) {
+  sockaddr_ib src{}, dst{};
+  src.sib_family = dst.sib_family = AF_IB;
+  src.sib_pkey = dst.sib_pkey = htobe16(0xFFFF);
+  for (int b = 0; b < 16; ++b) {
+    src.sib_addr.sib_raw[b] = static_cast<uint8_t>(0x50 + b);
+    dst.sib_addr.sib_raw[b] = static_cast<uint8_t>(0xd0 + b);
+  }
+  dst.sib_sid = htobe64(0x0000000001064e20ull);  // RDMA_PS_TCP, port 20000
+  dst.sib_sid_mask = htobe64(~0ull);
+  std::vector<uint8_t> data = connect_data(reinterpret_cast<sockaddr*>(&src),
+                                           reinterpret_cast<sockaddr*>(&dst), sizeof(src));
+  ASSERT_EQ(data.size(), 36 + sizeof(rsocket::wire::ConnData));
+  EXPECT_EQ(std::count(data.begin(), data.begin() + 36, 0), 36) << "the header's room, zeroed";
+  EXPECT_EQ(data[36 + offsetof(rsocket::wire::ConnData, version)], rsocket::wire::kVersion);
+}
+
+TEST_F(RsocketAfIb, ConnectionDataFirstOnAfInet) {
+  sockaddr_in src = ipv4("10.0.0.1", 0), dst = ipv4("10.0.0.2", 7471);
+  std::vector<uint8_t> data = connect_data(reinterpret_cast<sockaddr*>(&src),
+                                           reinterpret_cast<sockaddr*>(&dst), sizeof(src));
+  ASSERT_EQ(data.size(), sizeof(rsocket::wire::ConnData));
+  EXPECT_EQ(data[offsetof(rsocket::wire::ConnData, version)], rsocket::wire::kVersion);
+}
+
+// The passive side reads a request's connection data after the same 36
+// bytes on an AF_IB listener (rdma-core 44's rs_accept); a request without
+// them is refused. Its answer carries the connection data alone.
+TEST_F(RsocketAfIb, AListenerOnAfIbReadsAfterTheHeader) {
+  sockaddr_ib src{};
+  src.sib_family = AF_IB;
+  src.sib_pkey = htobe16(0xFFFF);
+  src.sib_sid = htobe64(0x0000000001064e20ull);
+  src.sib_sid_mask = htobe64(~0ull);
+  int fd = ::rsocket(AF_IB, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  ASSERT_EQ(rbind(fd, reinterpret_cast<sockaddr*>(&src), sizeof(src)), 0) << strerror(errno);
+  ASSERT_EQ(rlisten(fd, 4), 0) << strerror(errno);
+  ASSERT_EQ(rfcntl(fd, F_SETFL, O_NONBLOCK), 0);
+  auto ids = fake.kernel_ids();
+  ASSERT_EQ(ids.size(), 1u);
+  uint64_t listener = ids.begin()->second;
+  rsocket::wire::ConnData creq{};
+  creq.version = rsocket::wire::kVersion;
+  creq.credits = htobe16(8);
+  // A request from a peer that left no room for the header, then one that did.
+  for (size_t offset : {size_t{0}, size_t{36}}) {
+    SCOPED_TRACE(offset);
+    ucma_abi_event_resp w{};
+    w.uid = listener;
+    w.event = RDMA_CM_EVENT_CONNECT_REQUEST;
+    std::memcpy(w.param.conn.private_data + offset, &creq, sizeof(creq));
+    w.param.conn.private_data_len = static_cast<uint8_t>(offset + sizeof(creq));
+    size_t start = fake.commands().size();
+    fake.queue_raw(fd, w);
+    std::vector<Cmd> cmds;
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    auto answered = [&] {
+      cmds = commands_since(start);
+      return std::find(cmds.begin(), cmds.end(), Cmd::accept) != cmds.end() ||
+             std::find(cmds.begin(), cmds.end(), Cmd::reject) != cmds.end();
+    };
+    while (!answered() && std::chrono::steady_clock::now() < end) {
+      int conn = raccept(fd, nullptr, nullptr);
+      if (conn >= 0) {
+        EXPECT_EQ(rclose(conn), 0);
+      }
+      pollfd p{fd, POLLIN, 0};
+      if (!answered()) rpoll(&p, 1, 10);
+    }
+    bool accepted = std::find(cmds.begin(), cmds.end(), Cmd::accept) != cmds.end();
+    bool rejected = std::find(cmds.begin(), cmds.end(), Cmd::reject) != cmds.end();
+    EXPECT_EQ(accepted, offset == 36);
+    EXPECT_EQ(rejected, offset == 0);
+    if (accepted) {
+      EXPECT_EQ(fake.last_conn.private_data_len, sizeof(creq)) << "the answer has no header";
+      EXPECT_EQ(fake.last_conn.private_data[offsetof(rsocket::wire::ConnData, version)],
+                rsocket::wire::kVersion);
+    }
+  }
+  EXPECT_EQ(rclose(fd), 0);
 }
 
 }  // namespace
