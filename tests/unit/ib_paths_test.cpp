@@ -86,6 +86,17 @@ void expect_converted(const ibv_sa_path_rec& r, const ibv_path_data& d) {
   EXPECT_EQ(r.preference, static_cast<uint8_t>(d.flags));
 }
 
+// An active endpoint's rdma_addrinfo for an RC connection to dst.
+rdma_addrinfo active_rc(sockaddr* dst, socklen_t len) {
+  rdma_addrinfo res{};
+  res.ai_family = dst->sa_family;
+  res.ai_qp_type = IBV_QPT_RC;
+  res.ai_port_space = RDMA_PS_TCP;
+  res.ai_dst_addr = dst;
+  res.ai_dst_len = len;
+  return res;
+}
+
 class IbPaths : public DeviceTest {};
 
 TEST_F(IbPaths, RouteResolvedCarriesTheSaPathRecords) {
@@ -165,12 +176,7 @@ TEST_F(IbPaths, CreateEpSetsTheAddrinfoRouteInsteadOfResolving) {
   std::vector<ibv_path_data> records = sa_answer();
   fake.paths = records;
   sockaddr_in peer = ipv4("10.0.0.2", 7471);
-  rdma_addrinfo res{};
-  res.ai_family = AF_INET;
-  res.ai_qp_type = IBV_QPT_RC;
-  res.ai_port_space = RDMA_PS_TCP;
-  res.ai_dst_addr = reinterpret_cast<sockaddr*>(&peer);
-  res.ai_dst_len = sizeof(peer);
+  rdma_addrinfo res = active_rc(reinterpret_cast<sockaddr*>(&peer), sizeof(peer));
   res.ai_route = records.data();
   res.ai_route_len = records.size() * sizeof(records[0]);
   size_t start = fake.commands().size();
@@ -229,12 +235,7 @@ TEST_F(AfIbHeader, AddrinfoConnectDataGoesFirstOnAfIb) {
   dst.sib_pkey = htobe16(0xFFFF);
   dst.sib_sid = htobe64(0x0000000001064e20ull);  // RDMA_PS_TCP, port 20000
   dst.sib_sid_mask = htobe64(RDMA_IB_IP_PS_MASK | RDMA_IB_IP_PORT_MASK);
-  rdma_addrinfo res{};
-  res.ai_family = AF_IB;
-  res.ai_qp_type = IBV_QPT_RC;
-  res.ai_port_space = RDMA_PS_TCP;
-  res.ai_dst_addr = reinterpret_cast<sockaddr*>(&dst);
-  res.ai_dst_len = sizeof(dst);
+  rdma_addrinfo res = active_rc(reinterpret_cast<sockaddr*>(&dst), sizeof(dst));
   res.ai_connect = &hdr;
   res.ai_connect_len = sizeof(hdr);
   rdma_cm_id* id = nullptr;
@@ -256,12 +257,7 @@ TEST_F(AfIbHeader, NothingPrependedWithoutAddrinfoConnectData) {
   dst.sib_sid = htobe64(0x0000000001061d2full);
   for (sockaddr* to : {reinterpret_cast<sockaddr*>(&peer), reinterpret_cast<sockaddr*>(&dst)}) {
     SCOPED_TRACE(to->sa_family == AF_IB ? "AF_IB" : "AF_INET");
-    rdma_addrinfo res{};
-    res.ai_family = to->sa_family;
-    res.ai_qp_type = IBV_QPT_RC;
-    res.ai_port_space = RDMA_PS_TCP;
-    res.ai_dst_addr = to;
-    res.ai_dst_len = to->sa_family == AF_IB ? sizeof(dst) : sizeof(peer);
+    rdma_addrinfo res = active_rc(to, to->sa_family == AF_IB ? sizeof(dst) : sizeof(peer));
     rdma_cm_id* id = nullptr;
     ASSERT_NO_FATAL_FAILURE(endpoint(res, &id));
     std::vector<uint8_t> sent = connect_with_user_data(id);

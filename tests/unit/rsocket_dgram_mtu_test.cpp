@@ -106,6 +106,17 @@ class RsocketDgramMtu : public DeviceTest, public ::testing::WithParamInterface<
     return posted;
   }
 
+  // A kernel UDP socket on the loopback address, and where it is.
+  void udp_peer(int* fd_out, rsocket::SockAddr* at) {
+    int peer = ::socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(peer, 0);
+    *fd_out = peer;
+    *at = loopback(family);
+    ASSERT_EQ(::bind(peer, &at->sa, len_of(family)), 0);
+    socklen_t len = sizeof(*at);
+    ASSERT_EQ(::getsockname(peer, &at->sa, &len), 0);
+  }
+
   // One UD message of our header and n payload bytes, as posted.
   void expect_message(const std::vector<FakeSend>& posted, size_t n) {
     ASSERT_EQ(posted.size(), 1u);
@@ -125,12 +136,7 @@ class RsocketDgramMtu : public DeviceTest, public ::testing::WithParamInterface<
   ibv_qp* qp = nullptr;
 };
 
-#define EXPECT_EMSGSIZE(call)                          \
-  do {                                                 \
-    errno = 0;                                         \
-    EXPECT_EQ((call), -1);                             \
-    EXPECT_EQ(errno, EMSGSIZE) << strerror(errno);     \
-  } while (0)
+#define EXPECT_EMSGSIZE(call) EXPECT_FAILS_WITH(call, EMSGSIZE)
 
 TEST_P(RsocketDgramMtu, SendtoCarriesUpToTheMtuAndRefusesMore) {
   for (size_t n : {max - 1, max}) {
@@ -167,12 +173,9 @@ TEST_P(RsocketDgramMtu, ConnectedSendAndVectorsTheSame) {
 // A peer whose QP we do not know yet gets its datagrams over UDP, which its
 // service forwards as one UD message: the same bound holds.
 TEST_P(RsocketDgramMtu, OverUdpTheSameBound) {
-  int peer = ::socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(peer, 0);
-  rsocket::SockAddr at = loopback(family);
-  ASSERT_EQ(::bind(peer, &at.sa, len_of(family)), 0);
-  socklen_t len = sizeof(at);
-  ASSERT_EQ(::getsockname(peer, &at.sa, &len), 0);
+  int peer = -1;
+  rsocket::SockAddr at{};
+  ASSERT_NO_FATAL_FAILURE(udp_peer(&peer, &at));
   size_t udp_hdr = family == AF_INET ? wire::kDsUdpIpv4HeaderLength : wire::kDsUdpIpv6HeaderLength;
   EXPECT_EMSGSIZE(rsendto(fd, payload.data(), max + 1, 0, &at.sa, len_of(family)));
   ASSERT_EQ(rsendto(fd, payload.data(), max, 0, &at.sa, len_of(family)), static_cast<ssize_t>(max))
@@ -190,12 +193,9 @@ TEST_P(RsocketDgramMtu, OverUdpTheSameBound) {
 // QP cannot forward to itself as one message: dropped, where a UD send would
 // have been dropped by the device unseen. The next one that fits is forwarded.
 TEST_P(RsocketDgramMtu, ForwardDropsWhatOneMessageCannotHold) {
-  int peer = ::socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(peer, 0);
-  rsocket::SockAddr at = loopback(family);
-  ASSERT_EQ(::bind(peer, &at.sa, len_of(family)), 0);
-  socklen_t len = sizeof(at);
-  ASSERT_EQ(::getsockname(peer, &at.sa, &len), 0);
+  int peer = -1;
+  rsocket::SockAddr at{};
+  ASSERT_NO_FATAL_FAILURE(udp_peer(&peer, &at));
   rsocket::SockAddr key;
   ASSERT_EQ(rsocket::to_key(&at.sa, len_of(family), &key), 0);
   wire::DsUdpHeader h = rsocket::encode_udp_header(rsocket::encode_header(key), wire::Op::data, 0x1234);
