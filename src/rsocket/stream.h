@@ -256,6 +256,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   std::vector<bool> slot_used_ GUARDED_BY(map_mutex_);   // the peer's iomap table entries we fill
 
   Mutex send_mutex_, recv_mutex_, connect_mutex_;
+  uint32_t chunk_limit_ GUARDED_BY(send_mutex_) = wire::kFirstTransfer;  // the next write's size
 };
 
 }  // namespace rdmacm::rsocket
