@@ -23,7 +23,8 @@ int StreamSocket::write_data(const void* buf, uint32_t length) {
   target.addr += length;
   target.length -= length;
   if (!target.length && ++target_sge_ == wire::kTargetSglSize) target_sge_ = 0;
-  return post_from_sbuf(buf, length, wire::imm(wire::Op::data, length), addr, rkey, true);
+  return post_from_sbuf(buf, length, wire::imm(wire::Op::data, length), addr, rkey, true,
+                        data_signal(length));
 }
 
 // Data still queued after the peer disconnected is handed out.
