@@ -114,9 +114,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // stream_io.cpp: the data path; send and recv take one buffer.
   ssize_t recv(void* buf, size_t len, int flags);
   ssize_t send(const void* buf, size_t len, int flags);
-  ssize_t send_direct(const uint8_t* buf, size_t len, int flags, ibv_mr* mr) REQUIRES(send_mutex_);
-  int write_data(const void* buf, uint32_t length, const ibv_mr* direct = nullptr)
-      REQUIRES(cq_mutex_);
+  int write_data(const void* buf, uint32_t length) REQUIRES(cq_mutex_);
 
   // stream_queue.cpp: the QP's traffic.
   friend class CompletionWait<StreamSocket>;
@@ -138,7 +136,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
     int wrs, bytes;  // send-queue entries and send-buffer bytes held
   };
   int post(ibv_send_wr& wr) REQUIRES(cq_mutex_);
-  Signal data_signal(uint32_t sbuf_bytes, bool force) REQUIRES(cq_mutex_);
+  Signal data_signal(uint32_t len) REQUIRES(cq_mutex_);
   void fence_sends() REQUIRES(cq_mutex_);
   int post_message(uint32_t imm, uint64_t wr_id, Signal signal = Signal::own) REQUIRES(cq_mutex_);
   int post_write(ibv_sge* sgl, int nsge, uint32_t imm, int flags, uint64_t addr, uint32_t rkey,

@@ -7,52 +7,24 @@
 #include <cerrno>
 #include <cstring>
 
-#include "rsocket/config.h"
 #include "rsocket/stream.h"
 
 namespace rdmacm::rsocket {
 
 // The target SGE is advanced before the write: once the data lands the peer
-// may hand the same space back with a credit update. From the send buffer
-// (a copy), or from the caller's buffer registered as direct (signalled).
-int StreamSocket::write_data(const void* buf, uint32_t length, const ibv_mr* direct) {
+// may hand the same space back with a credit update.
+int StreamSocket::write_data(const void* buf, uint32_t length) {
   ++sseq_no_;
   sqe_avail_ -= message_wrs();
-  if (!direct) sbuf_bytes_avail_ -= static_cast<int>(length);
+  sbuf_bytes_avail_ -= static_cast<int>(length);
   wire::Sge& target = target_sgl_[target_sge_];
   uint64_t addr = target.addr;
   uint32_t rkey = target.key;
   target.addr += length;
   target.length -= length;
   if (!target.length && ++target_sge_ == wire::kTargetSglSize) target_sge_ = 0;
-  uint32_t imm = wire::imm(wire::Op::data, length);
-  if (!direct) return post_from_sbuf(buf, length, imm, addr, rkey, true, data_signal(length, false));
-  ibv_sge sge{reinterpret_cast<uintptr_t>(buf), length, direct->lkey};
-  return post_write(&sge, 1, imm, 0, addr, rkey, true, data_signal(0, true));
-}
-
-// A blocking send of zcopy_min bytes or more (config.h): the caller's buffer,
-// registered for the call (mr), is written straight into the peer's receive
-// buffer, no copy into ours. The call returns once every write completed:
-// the caller may reuse its buffer then, as send(2) promises. The device may
-// read the buffer until then, so no signal cuts that wait short.
-ssize_t StreamSocket::send_direct(const uint8_t* in, size_t len, int flags, ibv_mr* mr) {
-  constexpr uint32_t kMaxDirectWrite = 1 << 20;
-  size_t left = len;
-  int ret = 0;
-  while (left) {
-    if ((ret = wait_send_room(flags))) break;
-    LockGuard cq(cq_mutex_);
-    uint32_t size = static_cast<uint32_t>(
-        std::min<uint64_t>({left, target_sgl_[target_sge_].length, kMaxDirectWrite}));
-    if ((ret = write_data(in, size, mr))) break;
-    left -= size;
-    in += size;
-  }
-  while (wait(&StreamSocket::all_sends_done, false) == -EINTR) {
-  }
-  ibv_dereg_mr(mr);
-  return ret && left == len ? ret : static_cast<ssize_t>(len - left);
+  return post_from_sbuf(buf, length, wire::imm(wire::Op::data, length), addr, rkey, true,
+                        data_signal(length));
 }
 
 // Data still queued after the peer disconnected is handed out.
@@ -136,14 +108,6 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
     if (int err = send_iomaps(flags)) return err;
   }
   auto* in = static_cast<const uint8_t*>(buf);
-  uint64_t direct_min = config().zcopy_min;
-  // Where fork-safety marks registered pages DONTFORK (old kernels), a
-  // caller's buffer is never registered: it shares pages with its heap.
-  if (direct_min && len >= direct_min && !nonblocking(flags) &&
-      ibv_is_fork_initialized() != IBV_FORK_ENABLED) {
-    if (ibv_mr* mr = ibv_reg_mr(id_->pd, const_cast<uint8_t*>(in), len, 0))
-      return send_direct(in, len, flags, mr);
-  }
   size_t left = len;
   // Writes start small (the wire starts while the rest is copied) and double
   // up to kMaxTransfer, across calls: a stream of sends keeps its big writes
