@@ -33,24 +33,29 @@
 #include <cstdint>
 #include "common/mutex.h"
 #include "rsocket/clock.h"
-#include "rsocket/config.h"
+#include "rsocket/spin_budget.h"
 
 namespace rdmacm::rsocket {
 
-// rdma-core 44's spin before sleeping: process(nonblock) returns 0 when
-// what the caller waits for holds, -EWOULDBLOCK when it would have to sleep,
-// else -errno. Looks without sleeping for up to polling_time microseconds,
-// then (unless nonblock) once more allowed to sleep.
+// The spin before sleeping (rdma-core 44's spins a fixed polling_time):
+// process(nonblock) returns 0 when what the caller waits for holds,
+// -EWOULDBLOCK when it would have to sleep, else -errno. Looks without
+// sleeping for as long as the budget says (spin_budget.h), then (unless
+// nonblock) once more allowed to sleep; the time the wait took teaches the
+// budget.
 template <typename Process>
-int spin_then_sleep(bool nonblock, Process&& process) {
-  uint64_t start = 0;
-  for (;;) {
-    int ret = process(true);
-    if (!ret || nonblock || ret != -EWOULDBLOCK) return ret;
-    if (!start) start = now_us();
-    if (now_us() - start > config().polling_time) break;
+int spin_then_sleep(bool nonblock, SpinBudget& budget, Process&& process) {
+  int ret = process(true);
+  if (!ret || nonblock || ret != -EWOULDBLOCK) return ret;
+  uint64_t start = now_us(), limit = budget.us();
+  while ((ret = process(true)) == -EWOULDBLOCK) {
+    if (now_us() - start > limit) {
+      ret = process(false);
+      break;
+    }
   }
-  return process(false);
+  budget.learn(now_us() - start);
+  return ret;
 }
 
 template <typename S>
@@ -58,11 +63,11 @@ class CompletionWait {
  public:
   using Test = bool (S::*)() const;
 
-  // Until test() holds: looks without sleeping for polling_time
-  // microseconds, then (unless nonblock: -EWOULDBLOCK) sleeps between looks.
+  // Until test() holds: looks without sleeping for a while (the socket's
+  // spin budget), then (unless nonblock: -EWOULDBLOCK) sleeps between looks.
   // 0, or -errno.
   int wait(Test test, bool nonblock) {
-    return spin_then_sleep(nonblock,
+    return spin_then_sleep(nonblock, spin_,
                            [&](bool look_only) { return wait_loop(test, look_only, -1); });
   }
 
@@ -151,6 +156,7 @@ class CompletionWait {
     }
   }
 
+  SpinBudget spin_;
   std::atomic<uint64_t> events_taken_{0};  // changed under cq_sleep_mutex_
   uint64_t armed_at_ GUARDED_BY(cq_mutex_) = ~uint64_t{0};  // events_taken_ when last armed
 };

@@ -1,5 +1,5 @@
 // rpoll: as rdma-core 44's, first a short spin over the sockets' state
-// (polling_time), then sleeping in poll(2) on what would wake each socket
+// (the calling thread's spin budget: spin_budget.h), then sleeping in poll(2) on what would wake each socket
 // (its CQ's channel, its CM channel, a listener's accept queue) beside the
 // ordinary fds, re-checking at least every wake_up_interval.
 //
@@ -19,6 +19,7 @@
 
 #include "rsocket/clock.h"
 #include "rsocket/config.h"
+#include "rsocket/spin_budget.h"
 #include "rsocket/file.h"
 #include "rsocket/state_change.h"
 #include "rsocket/table.h"
@@ -39,16 +40,8 @@ int check(pollfd* fds, nfds_t nfds) {
   return n;
 }
 
-}  // namespace
-
-int poll(pollfd* fds, nfds_t nfds, int timeout) {
-  if (!fds && nfds) return -EFAULT;
-  uint64_t start = now_us();
-  for (;;) {
-    int n = check(fds, nfds);
-    if (n || !timeout) return n;
-    if (now_us() - start > config().polling_time) break;
-  }
+// rpoll's sleep, after its spin: 0 (timeout passed), how many are ready, or -errno.
+int sleep_until_ready(pollfd* fds, nfds_t nfds, int timeout, uint64_t start) {
   std::vector<pollfd> rfds(nfds + 1);
   for (;;) {
     // Arm, then look: a completion after the arming wakes the sleep, one
@@ -94,6 +87,26 @@ int poll(pollfd* fds, nfds_t nfds, int timeout) {
     sleep_end(true);
     if (n) return n;
   }
+}
+
+}  // namespace
+
+int poll(pollfd* fds, nfds_t nfds, int timeout) {
+  if (!fds && nfds) return -EFAULT;
+  int n = check(fds, nfds);
+  if (n || !timeout) return n;
+  // Each thread has its rhythm: a server's event loop, a client's requests.
+  thread_local SpinBudget budget;
+  uint64_t start = now_us(), limit = budget.us();
+  while (now_us() - start <= limit) {
+    if ((n = check(fds, nfds))) {
+      budget.learn(now_us() - start);
+      return n;
+    }
+  }
+  n = sleep_until_ready(fds, nfds, timeout, start);
+  budget.learn(now_us() - start);
+  return n;
 }
 
 int select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds, timeval* timeout) {

@@ -26,7 +26,7 @@ int create_queue_pair(rdma_cm_id* id, const QueuePairShape& shape, Sizes* sizes)
   attr.send_cq = id->send_cq;
   attr.recv_cq = id->recv_cq;
   attr.qp_type = shape.type;
-  attr.sq_sig_all = 1;
+  attr.sq_sig_all = shape.signal_all;
   attr.cap.max_send_wr = sizes->sq_size;
   attr.cap.max_recv_wr = sizes->rq_size;
   attr.cap.max_send_sge = shape.send_sge;

@@ -1,7 +1,7 @@
 // What both socket kinds put on an id: one completion channel, one CQ for
 // sends and receives on it (armed from the start: a thread already asleep
-// on the channel wakes for the first completion), and a QP on that CQ with
-// every send signalled. Torn down the same way, whatever part was made.
+// on the channel wakes for the first completion), and a QP on that CQ
+// (every send signalled, or only those that ask). Torn down the same way, whatever part was made.
 #pragma once
 
 #include <rdma/rdma_cma.h>
@@ -15,6 +15,7 @@ struct QueuePairShape {
   uint32_t send_sge, recv_sge;
   bool nonblocking_channel;  // ibv_get_cq_event answers EAGAIN instead of sleeping
   void* context;             // the QP's qp_context
+  bool signal_all = true;    // else only sends with IBV_SEND_SIGNALED complete when fine
 };
 
 // Queue depths and inline bytes from sizes; sizes->sq_inline becomes what

@@ -47,6 +47,7 @@
 #include "rsocket/config.h"
 #include "rsocket/kernel_fds.h"
 #include "rsocket/socket.h"
+#include "rsocket/spin_budget.h"
 #include "rsocket/state_change.h"
 #include "rsocket/table.h"
 
@@ -146,6 +147,7 @@ class EpollSet final : public File {
                                               // may also have stale entries from before a DEL)
   uint64_t round_ GUARDED_BY(mutex_) = 0;     // check() calls, so that one reports an fd once
   unsigned sockets_ GUARDED_BY(mutex_) = 0;   // rsocket members
+  SpinBudget spin_;  // how long a wait looks before it sleeps, with rsockets in the set
   uint32_t next_gen_ GUARDED_BY(mutex_) = 0;
   int pending_fd_ = -1;  // an eventfd in the set, readable while check_ is not empty
   bool pending_ GUARDED_BY(mutex_) = false;
@@ -411,14 +413,20 @@ int EpollSet::sleep_ms(int timeout, uint64_t start) {
   return ms;
 }
 
+// With rsockets in the set, a wait first looks without sleeping for as long
+// as the set's spin budget says (spin_budget.h): a reply one round trip away
+// is taken without a sleep and a wake-up. A set of ordinary fds only is the
+// kernel's epoll, unchanged.
 int EpollSet::wait(epoll_event* out, int max, int timeout) {
-  const uint64_t start = timeout > 0 ? now_us() : 0;
+  const uint64_t start = timeout ? now_us() : 0;
+  const uint64_t spin_us = timeout ? spin_.us() : 0;
   epoll_event kev[kBatch];
   for (;;) {
     int ms;
     {
       LockGuard lock(mutex_);
       ms = check_.empty() ? sleep_ms(timeout, start) : 0;
+      if (ms && sockets_ && now_us() - start < spin_us) ms = 0;
     }
     int n = epoll_wait(fd_, kev, std::min(max, kBatch), ms);
     if (n < 0) return -errno;  // EINTR included, as epoll_wait
@@ -428,9 +436,11 @@ int EpollSet::wait(epoll_event* out, int max, int timeout) {
     if (!n && ms > 0 && sockets_) queue_all();
     got += check(out + got, max - got);
     update_pending();
-    if (got) return got;
-    if (!timeout || (timeout > 0 && (now_us() - start) / 1000 >= static_cast<uint64_t>(timeout)))
-      return 0;
+    if (got || !timeout ||
+        (timeout > 0 && (now_us() - start) / 1000 >= static_cast<uint64_t>(timeout))) {
+      if (timeout) spin_.learn(now_us() - start);
+      return got;
+    }
   }
 }
 

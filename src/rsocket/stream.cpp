@@ -288,6 +288,10 @@ int StreamSocket::shutdown(int how) {
     }
     if (send) err = send_ctrl(ctrl, kShutdownWaitMs);
   }
+  if (!err && (state_ & kConnected)) {
+    LockGuard lock(cq_mutex_);
+    fence_sends();
+  }
   if (!err && (state_ & kConnected) &&
       !wait_ms(&StreamSocket::all_sends_done, kShutdownWaitMs))
     err = -ETIMEDOUT;
@@ -347,6 +351,10 @@ void StreamSocket::finish_close() {
       state_ &= ~(kReadable | kWritable);
     }
     send_ctrl(wire::Ctrl::disconnect, 100);
+    {
+      LockGuard lock(cq_mutex_);
+      fence_sends();
+    }
     wait_ms(&StreamSocket::all_sends_done, 200);
     LockGuard lock(cq_mutex_);  // the flush below is ours, not the peer's fault
     if (state_ & kConnected) state_ = kDisconnected;

@@ -129,9 +129,18 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   int connection_error() const { return err_ ? -err_ : -ECONNRESET; }
   int wait_send_room(int flags);
   int post_recv() REQUIRES(cq_mutex_);
-  int post_message(uint32_t imm, uint64_t wr_id);
+  // Whether a send completes when fine (stream_queue.cpp): own (signalled,
+  // gives back what it holds), or a data message's, signalled or quiet.
+  enum class Signal { own, data, quiet };
+  struct Quiet {
+    int wrs, bytes;  // send-queue entries and send-buffer bytes held
+  };
+  int post(ibv_send_wr& wr) REQUIRES(cq_mutex_);
+  Signal data_signal(uint32_t len) REQUIRES(cq_mutex_);
+  void fence_sends() REQUIRES(cq_mutex_);
+  int post_message(uint32_t imm, uint64_t wr_id, Signal signal = Signal::own) REQUIRES(cq_mutex_);
   int post_write(ibv_sge* sgl, int nsge, uint32_t imm, int flags, uint64_t addr, uint32_t rkey,
-                 bool with_imm);
+                 bool with_imm, Signal signal = Signal::own) REQUIRES(cq_mutex_);
   void send_credits() REQUIRES(cq_mutex_);
   bool should_give_credits() const REQUIRES(cq_mutex_);
   void update_credits() REQUIRES(cq_mutex_);
@@ -151,7 +160,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // Copies len bytes from buf to the send buffer (or inline) and posts them
   // as one write: with immediate data (imm) to the target, or plain.
   int post_from_sbuf(const void* buf, uint32_t len, uint32_t imm, uint64_t addr, uint32_t rkey,
-                     bool with_imm) REQUIRES(cq_mutex_);
+                     bool with_imm, Signal signal = Signal::own) REQUIRES(cq_mutex_);
 
   // Tests for CompletionWait (cq_mutex_ held).
   bool can_send() const REQUIRES(cq_mutex_);
@@ -230,6 +239,9 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   int sbuf_bytes_avail_ GUARDED_BY(cq_mutex_) = 0;
   ibv_sge ssgl_[2] GUARDED_BY(cq_mutex_){};
   int sqe_avail_ GUARDED_BY(cq_mutex_) = 0;
+  Quiet quiet_ GUARDED_BY(cq_mutex_){};  // quiet sends since the last signalled one
+  std::vector<Quiet> adopted_ GUARDED_BY(cq_mutex_);  // what each adopting send in flight holds
+  size_t adopted_head_ GUARDED_BY(cq_mutex_) = 0, adopted_tail_ GUARDED_BY(cq_mutex_) = 0;
 
   std::vector<uint32_t> rmsg_;  // the lengths of received DATA messages: rq_size + 1 slots
   int rmsg_head_ GUARDED_BY(cq_mutex_) = 0, rmsg_tail_ GUARDED_BY(cq_mutex_) = 0;
@@ -256,6 +268,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   std::vector<bool> slot_used_ GUARDED_BY(map_mutex_);   // the peer's iomap table entries we fill
 
   Mutex send_mutex_, recv_mutex_, connect_mutex_;
+  uint32_t chunk_limit_ GUARDED_BY(send_mutex_) = wire::kFirstTransfer;  // the next write's size
 };
 
 }  // namespace rdmacm::rsocket

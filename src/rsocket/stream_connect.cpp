@@ -131,7 +131,7 @@ int StreamSocket::create_endpoint() {
   // iWARP has no RDMA write with immediate data: each message is a SEND
   // (stream_queue.cpp), as rdma-core 44's RS_OPT_MSG_SEND.
   msg_send_ = id_->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
-  QueuePairShape shape{IBV_QPT_RC, 2, 1, static_cast<bool>(fd_flags_ & O_NONBLOCK), this};
+  QueuePairShape shape{IBV_QPT_RC, 2, 1, static_cast<bool>(fd_flags_ & O_NONBLOCK), this, false};
   if (int err = create_queue_pair(id_, shape, &sizes_)) return err;
   if (msg_send_ && sizes_.sq_inline < wire::kMsgSize) return -ENOTSUP;
 
@@ -157,6 +157,7 @@ int StreamSocket::create_endpoint() {
   rbuf_free_offset_ = static_cast<int>(sizes_.rbuf_size >> 1);
   rbuf_bytes_avail_ = static_cast<int>(sizes_.rbuf_size >> 1);
   sqe_avail_ = sizes_.sq_size - static_cast<int>(ctrl_max_seqno_);
+  adopted_.assign(sizes_.sq_size, {});  // at most one per send in flight
   rseq_comp_ = sizes_.rq_size >> 1;
   rseq_granted_ = sizes_.rq_size;                    // the credits in our connection data
   rbuf_granted_ = sizes_.rbuf_size >> 1;             // and its data buffer

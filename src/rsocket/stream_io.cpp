@@ -23,7 +23,8 @@ int StreamSocket::write_data(const void* buf, uint32_t length) {
   target.addr += length;
   target.length -= length;
   if (!target.length && ++target_sge_ == wire::kTargetSglSize) target_sge_ = 0;
-  return post_from_sbuf(buf, length, wire::imm(wire::Op::data, length), addr, rkey, true);
+  return post_from_sbuf(buf, length, wire::imm(wire::Op::data, length), addr, rkey, true,
+                        data_signal(length));
 }
 
 // Data still queued after the peer disconnected is handed out.
@@ -108,7 +109,11 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
   }
   auto* in = static_cast<const uint8_t*>(buf);
   size_t left = len;
-  uint32_t chunk_limit = wire::kFirstTransfer;
+  // Writes start small (the wire starts while the rest is copied) and double
+  // up to kMaxTransfer, across calls: a stream of sends keeps its big writes
+  // (rdma-core 44 starts each call at kFirstTransfer: ~14 us per extra write
+  // under Soft-RoCE).
+  uint32_t chunk_limit = chunk_limit_;
   int ret = 0;
   while (left) {
     if ((ret = wait_send_room(flags))) break;
@@ -127,6 +132,7 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
     left -= size;
     in += size;
   }
+  chunk_limit_ = chunk_limit;
   return ret && left == len ? ret : static_cast<ssize_t>(len - left);
 }
 

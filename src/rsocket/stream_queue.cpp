@@ -2,6 +2,16 @@
 // posting RDMA writes (with immediate data into the peer's receive buffer,
 // plain for riowrite), credits and control messages, and taking what
 // completed (CompletionWait's reap, arm and sleep_on_cq).
+//
+// Completions: every send is signalled but data messages, of which only one
+// in kSignalEvery is, or one that leaves the send queue or send buffer half
+// used or more, or no control slot free (rdma-core 44 signals every send).
+// A signalled send's completion also gives back what the quiet ones before
+// it held (RC completes a queue's sends in order): it "adopts" them
+// (kAdoptsFlag; what it adopted waits in adopted_, in posting order). So a
+// caller that waits for room always has a signalled send ahead of it, and
+// one that waits for every send to end fences the quiet ones first
+// (fence_sends).
 #include <poll.h>
 
 #include <algorithm>
@@ -16,14 +26,49 @@ namespace {
 
 constexpr uint64_t kRecvFlag = 1ull << 63;     // a receive's wr_id (| its message slot)
 constexpr uint64_t kMsgSendFlag = 1ull << 62;  // the SEND that follows a write on iWARP
+constexpr uint64_t kAdoptsFlag = 1ull << 61;   // gives back the quiet sends before it
+constexpr uint64_t kDataFlag = 1ull << 60;     // a data message's: nothing of its own to give back
+constexpr int kSignalEvery = 64;
 
-int post(ibv_qp* qp, ibv_send_wr& wr) {
+}  // namespace
+
+// Every send goes here: a signalled one adopts the quiet ones before it.
+int StreamSocket::post(ibv_send_wr& wr) {
+  if (wr.send_flags & IBV_SEND_SIGNALED && quiet_.wrs) {
+    adopted_[adopted_tail_] = quiet_;
+    if (++adopted_tail_ == adopted_.size()) adopted_tail_ = 0;
+    quiet_ = {};
+    wr.wr_id |= kAdoptsFlag;
+  }
   ibv_send_wr* bad;
-  int err = ibv_post_send(qp, &wr, &bad);
+  int err = ibv_post_send(id_->qp, &wr, &bad);
   return err > 0 ? -err : err;
 }
 
-}  // namespace
+// A data message of len bytes: signalled, or quiet (see above).
+StreamSocket::Signal StreamSocket::data_signal(uint32_t len) {
+  quiet_.wrs += message_wrs();
+  quiet_.bytes += static_cast<int>(len);
+  bool signal = quiet_.wrs >= kSignalEvery || sqe_avail_ < sizes_.sq_size / 2 ||
+                sbuf_bytes_avail_ < static_cast<int>(sizes_.sbuf_size / 2) || !ctrl_available();
+  return signal ? Signal::data : Signal::quiet;
+}
+
+// Before a wait for every send to end: a signalled write of no bytes to the
+// peer's target SGL (nothing it sees: no receive, no completion) adopts the
+// quiet sends.
+void StreamSocket::fence_sends() {
+  if (!quiet_.wrs || sqe_avail_ < 1 || !(state_ & kConnected)) return;
+  --sqe_avail_;
+  ++quiet_.wrs;
+  ibv_send_wr wr{};
+  wr.wr_id = kDataFlag;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = remote_sgl_.addr;
+  wr.wr.rdma.rkey = remote_sgl_.key;
+  post(wr);
+}
 
 // RDMA writes with immediate data consume a receive with no buffer; on
 // iWARP each message is a SEND of its immediate value (4 bytes, host order
@@ -47,57 +92,61 @@ int StreamSocket::post_recv() {
 
 // A message with no data of its own: a WRITE_WITH_IMM of nothing, or on
 // iWARP a SEND of the immediate value.
-int StreamSocket::post_message(uint32_t imm, uint64_t wr_id) {
+int StreamSocket::post_message(uint32_t imm, uint64_t wr_id, Signal signal) {
   ibv_send_wr wr{};
   ibv_sge sge{reinterpret_cast<uintptr_t>(&imm), sizeof(imm), 0};
   wr.wr_id = wr_id;
+  wr.send_flags = signal == Signal::quiet ? 0 : IBV_SEND_SIGNALED;
   if (msg_send_) {
     wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_INLINE;
+    wr.send_flags |= IBV_SEND_INLINE;
     wr.sg_list = &sge;
     wr.num_sge = 1;
   } else {
     wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
     wr.imm_data = htobe32(imm);
   }
-  return post(id_->qp, wr);
+  return post(wr);
 }
 
-// With immediate data on iWARP: the write, then the SEND that carries the
-// value (its own send-queue entry: kMsgSendFlag in its wr_id, and no bytes
-// of ours to give back when it completes).
+// With immediate data on iWARP: the write (quiet), then the SEND that
+// carries the value (its own send-queue entry: kMsgSendFlag in its wr_id,
+// and no bytes of ours to give back when it completes).
 int StreamSocket::post_write(ibv_sge* sgl, int nsge, uint32_t imm, int flags, uint64_t addr,
-                             uint32_t rkey, bool with_imm) {
+                             uint32_t rkey, bool with_imm, Signal signal) {
+  bool then_send = with_imm && msg_send_;
+  bool data = signal != Signal::own;
   ibv_send_wr wr{};
-  wr.wr_id = imm;
+  wr.wr_id = data ? kDataFlag : imm;
   wr.sg_list = sgl;
   wr.num_sge = nsge;
   wr.opcode = with_imm && !msg_send_ ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
   wr.send_flags = static_cast<unsigned>(flags);
+  if (signal != Signal::quiet && !(then_send && data)) wr.send_flags |= IBV_SEND_SIGNALED;
   if (with_imm) wr.imm_data = htobe32(imm);
   wr.wr.rdma.remote_addr = addr;
   wr.wr.rdma.rkey = rkey;
-  int err = post(id_->qp, wr);
-  if (err || !with_imm || !msg_send_) return err;
-  uint32_t op_only = wire::imm(wire::imm_op(imm), 0);
-  return post_message(imm, op_only | kMsgSendFlag);
+  int err = post(wr);
+  if (err || !then_send) return err;
+  uint64_t wr_id = data ? kDataFlag : wire::imm(wire::imm_op(imm), 0);
+  return post_message(imm, wr_id | kMsgSendFlag, signal);
 }
 
 // Posts len bytes of buf as one RDMA write: inline when small enough, else
 // copied into the send buffer ring (in two pieces where it wraps).
 int StreamSocket::post_from_sbuf(const void* buf, uint32_t len, uint32_t imm, uint64_t addr,
-                                 uint32_t rkey, bool with_imm) {
+                                 uint32_t rkey, bool with_imm, Signal signal) {
   auto* in = static_cast<const uint8_t*>(buf);
   if (len <= sizes_.sq_inline) {
     ibv_sge sge{reinterpret_cast<uintptr_t>(in), len, 0};
-    return post_write(&sge, 1, imm, IBV_SEND_INLINE, addr, rkey, with_imm);
+    return post_write(&sge, 1, imm, IBV_SEND_INLINE, addr, rkey, with_imm, signal);
   }
   uint32_t to_end =
       static_cast<uint32_t>(reinterpret_cast<uintptr_t>(sbuf_ + sizes_.sbuf_size) - ssgl_[0].addr);
   if (len <= to_end) {
     std::memcpy(reinterpret_cast<void*>(ssgl_[0].addr), in, len);
     ssgl_[0].length = len;
-    int err = post_write(ssgl_, 1, imm, 0, addr, rkey, with_imm);
+    int err = post_write(ssgl_, 1, imm, 0, addr, rkey, with_imm, signal);
     ssgl_[0].addr = len < to_end ? ssgl_[0].addr + len : reinterpret_cast<uintptr_t>(sbuf_);
     return err;
   }
@@ -105,7 +154,7 @@ int StreamSocket::post_from_sbuf(const void* buf, uint32_t len, uint32_t imm, ui
   std::memcpy(reinterpret_cast<void*>(ssgl_[0].addr), in, to_end);
   ssgl_[1].length = len - to_end;
   std::memcpy(sbuf_, in + to_end, ssgl_[1].length);
-  int err = post_write(ssgl_, 2, imm, 0, addr, rkey, with_imm);
+  int err = post_write(ssgl_, 2, imm, 0, addr, rkey, with_imm, signal);
   ssgl_[0].addr = reinterpret_cast<uintptr_t>(sbuf_) + ssgl_[1].length;
   return err;
 }
@@ -259,6 +308,12 @@ int StreamSocket::take_completions() {
       if (int err = take_message(wc, &why)) end_connection(err, why);
       continue;
     }
+    if (wc.wr_id & kAdoptsFlag) {
+      const Quiet& q = adopted_[adopted_head_];
+      sqe_avail_ += q.wrs;
+      sbuf_bytes_avail_ += q.bytes;
+      if (++adopted_head_ == adopted_.size()) adopted_head_ = 0;
+    }
     uint32_t sent = static_cast<uint32_t>(wc.wr_id);
     switch (wire::imm_op(sent)) {
       case wire::Op::sgl:
@@ -273,7 +328,8 @@ int StreamSocket::take_completions() {
         ++sqe_avail_;
         if (!(wc.wr_id & kMsgSendFlag)) sbuf_bytes_avail_ += sizeof(wire::IomapEntry);
         break;
-      default:
+      default:  // riowrite's (a data message's own is all in its adoption)
+        if (wc.wr_id & kDataFlag) break;
         ++sqe_avail_;
         sbuf_bytes_avail_ += static_cast<int>(wire::imm_data(sent));
         break;

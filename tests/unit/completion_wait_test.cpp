@@ -17,6 +17,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <time.h>
 
 #include <gtest/gtest.h>
 
@@ -161,6 +162,50 @@ TEST(CompletionWait, ATimedWaitEndsOnTimeAndSeesACompletionThatCame) {
   });
   EXPECT_TRUE(s.wait_for_message_ms(test::scaled_ms(10000)));
   later.join();
+}
+
+// The spin before a sleep follows the recent waits (spin_budget.h).
+TEST(SpinBudget, GrowsToTwiceTheRecentWaitsAndDecaysWhenWaitsAreLong) {
+  SpinBudget b;
+  uint64_t floor = config().polling_time;
+  EXPECT_EQ(b.us(), floor);
+  for (int i = 0; i < 40; ++i) b.learn(30);  // a 30 us round trip
+  EXPECT_GE(b.us(), 55u);
+  EXPECT_LE(b.us(), 60u);
+  for (int i = 0; i < 40; ++i) b.learn(150);  // twice that is past the cap
+  EXPECT_GE(b.us(), SpinBudget::kMaxSpinUs - 5);
+  EXPECT_LE(b.us(), SpinBudget::kMaxSpinUs);
+  for (int i = 0; i < 40; ++i) b.learn(5'000'000);  // an idle peer: not worth a spin
+  EXPECT_EQ(b.us(), floor);
+}
+
+// A reader blocked on a peer that sends nothing spins once, then sleeps: it
+// costs (almost) no CPU, whatever its budget learnt before.
+TEST(CompletionWait, AnIdleBlockedReaderSleepsInsteadOfSpinning) {
+  ModelCq cq;
+  ModelSocket s(cq);
+  std::atomic<bool> got{false};
+  std::atomic<uint64_t> cpu_us{0};
+  std::thread reader([&] {
+    for (int i = 0; i < 2; ++i) {  // first a quick one: the budget grows
+      ASSERT_EQ(s.take_message(), 0);
+    }
+    timespec a, b;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    ASSERT_EQ(s.take_message(), 0);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    cpu_us = static_cast<uint64_t>((b.tv_sec - a.tv_sec) * 1000000 + (b.tv_nsec - a.tv_nsec) / 1000);
+    got = true;
+  });
+  cq.complete(ModelCq::kData);
+  cq.complete(ModelCq::kData);
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // the idle time being measured
+  cq.complete(ModelCq::kData);
+  reader.join();
+  EXPECT_TRUE(got);
+  // A second of idle time: at most one spin (SpinBudget::kMaxSpinUs) and a
+  // wake-up; a busy-polling reader would take ~1,000,000 us.
+  EXPECT_LT(cpu_us.load(), 50'000u);
 }
 
 }  // namespace

@@ -45,7 +45,10 @@ void complete(ibv_cq* cq, const ibv_wc& wc) {
   (void)!::write(ch->fd, &one, sizeof(one));
 }
 
+// As a device: a send that went fine completes only if signalled (or the QP
+// signals all); one that failed or was flushed always does.
 void complete_send(Qp* qp, const FakeSend& s, ibv_wc_status status) {
+  if (status == IBV_WC_SUCCESS && !qp->sig_all && !(s.send_flags & IBV_SEND_SIGNALED)) return;
   ibv_wc wc{};
   wc.wr_id = s.wr_id;
   wc.status = status;

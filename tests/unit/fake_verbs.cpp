@@ -163,6 +163,7 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   qp->recv_cq = attr->recv_cq;
   qp->srq = attr->srq;
   qp->qp_type = attr->qp_type;
+  qp->sig_all = attr->sq_sig_all;
   qp->qp_num = next_qp_num++;
   qp->state = IBV_QPS_RESET;
   last_qp = qp;

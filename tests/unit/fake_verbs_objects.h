@@ -52,6 +52,7 @@ struct Qp : ibv_qp {
   std::deque<FakeSend> unseen;       // posted, not taken by fake_take_posted yet
   int max_recv_wr = 0;
   bool auto_complete = false;        // fake_auto_complete
+  bool sig_all = true;               // sq_sig_all: else a send completes fine only if signalled
 };
 
 // The device's ops (poll_cq, req_notify_cq, post_send, post_recv).
