@@ -3,17 +3,21 @@
 // answers, printed one fact a line (cm_print.h). compare.sh runs it on our
 // library and with rdma-core's preloaded, on Soft-iWARP, and diffs the two.
 //
-// The differences from IB/RoCE this walks through: the kernel's iw_cm owns
-// the QP's transitions past INIT (rdma_init_qp_attr: INIT and RTR give
-// access flags only, RTS an empty mask, the rest EINVAL); the active side
-// gets ESTABLISHED with no CONNECT_RESPONSE; private data has no CM header
-// and arrives at the length sent, up to 255 bytes both ways (IB: 56 and 196
-// with the header, the length rounded up to the message's); a rejection
-// reports -ECONNREFUSED and carries the rejecter's private data; read
-// depths are negotiated by MPA; rdma_disconnect moves the QP to SQD (IB:
-// ERR); the GIDs come from the MAC address, and on a bound or requested id
-// rdma-core reads them from the kernel whatever the transport; no UD, no
-// multicast.
+// The differences from IB/RoCE this walks through (measured on Soft-iWARP,
+// the same on both libraries once the GIDs were fixed): the kernel's iw_cm
+// owns the QP past INIT, so rdma_init_qp_attr gives INIT and RTR access
+// flags only, RTS the port alone (mask 0x20), SQD, SQE, ERR and RESET EINVAL
+// once the id has an iw_cm id (a bound or resolved id answers every state
+// with access 0); the active side gets ESTABLISHED with no CONNECT_RESPONSE,
+// and rdma_establish is EINVAL there; private data has no CM header and
+// arrives at the length sent (request up to 196 bytes here, reply up to 199;
+// a request of 255 bytes never reaches the listener, a reply of 254 or 255
+// is EINVAL); a rejection reports status -ECONNRESET with the rejecter's
+// private data (255 bytes: CONNECT_ERROR -EINVAL); read depths are what MPA
+// negotiated, each side seeing the other's; the GIDs come from the MAC
+// address, read on bound and requested ids whatever the transport; no UD,
+// no multicast. siw's ibv_query_qp reports no state (always RESET): the QP
+// lines compare the read depths it does report.
 //
 //   cm_table BASE_PORT     (RXE_IP: the iWARP device's IPv4 address)
 #include <dlfcn.h>

@@ -73,7 +73,7 @@ attempt() {
 		server=(cmtime -b "$RXE_IP" -p "$port") client=(cmtime -s "$RXE_IP" -p "$port" -c 50)
 	fi
 	# shellcheck disable=SC2046
-	timeout -k 2 90 env $(on "$sl" server) "${server[@]}" >"$W/server.out" 2>&1 &
+	timeout -k 2 90 env $(on "$sl" server) stdbuf -oL "${server[@]}" >"$W/server.out" 2>&1 &
 	srv=$!
 	end=$((SECONDS + 30))
 	until rdma res show cm_id 2>/dev/null | grep 'state LISTEN' | grep -q ":$port "; do
@@ -82,10 +82,22 @@ attempt() {
 	done
 	if [ -z "$WHY" ]; then
 		# shellcheck disable=SC2046
-		timeout -k 2 90 env $(on "$cl" client) "${client[@]}" >"$W/client.out" 2>&1
+		timeout -k 2 90 env $(on "$cl" client) stdbuf -oL "${client[@]}" >"$W/client.out" 2>&1
 		crc=$?
 	fi
-	[ "$tool" = cmtime ] && kill $srv 2>/dev/null  # it serves until stopped
+	if [ "$tool" = cmtime ]; then
+		kill $srv 2>/dev/null  # it serves until stopped
+	else
+		# rdma_server ends a moment after its client: give it 15 s, then
+		# record what the kernel holds (the server's log says where it was).
+		end=$((SECONDS + 15))
+		while kill -0 $srv 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.1; done
+		if kill -0 $srv 2>/dev/null; then
+			{ echo "still running 15 s after its client; the kernel's view:"
+			  rdma res show cm_id; rdma res show qp; } >>"$W/server.out" 2>&1
+			kill $srv
+		fi
+	fi
 	wait $srv
 	src=$?
 	rx=$(($(hits iwarp_tools_rx) - rx0)) acc=$(($(hits iwarp_tools_accept) - acc0))
