@@ -95,7 +95,7 @@ int listen(rdma_cm_id* pub, int backlog) {
   if (!id) return -EINVAL;
   if (int err = transport().listen(id->fd(), id->handle, backlog)) return err;
   id->listening = true;
-  return refresh_address(*id);
+  return refresh_address(*id, Gids::never);
 }
 
 int accept(rdma_cm_id* pub, const rdma_conn_param* param) {

@@ -69,7 +69,7 @@ bool accept_request(Event& ev, CmId& listener, const ucma_abi_event_resp& w) {
   id->initiator_depth = w.param.conn.initiator_depth;
   id->responder_resources = w.param.conn.responder_resources;
   id->remote_ece = w.ece;
-  int err = refresh_address(*id);
+  int err = refresh_address(*id, Gids::always);
   if (!err) err = refresh_paths(*id);
   if (err) {
     discard_id(id);
@@ -153,7 +153,7 @@ bool translate(const ucma_abi_event_resp& w, Event& ev) {
 
   switch (w.event) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
-      if (int err = refresh_address(cm)) {
+      if (int err = refresh_address(cm, Gids::on_ib)) {
         ev.pub.event = RDMA_CM_EVENT_ADDR_ERROR;
         ev.pub.status = err;
       }

@@ -75,7 +75,7 @@ ChannelRef private_channel(int* err) {
   return ch;
 }
 
-int refresh_address(CmId& id) {
+int refresh_address(CmId& id, Gids gids) {
   ucma_abi_query_addr_resp a{};
   if (int err = transport().query_addr(id.fd(), id.handle, &a)) return err;
   rdma_addr& addr = id.pub.route.addr;
@@ -90,7 +90,9 @@ int refresh_address(CmId& id) {
     id.pub.port_num = a.port_num;
     addr.addr.ibaddr.pkey = a.pkey;
   }
-  if (!id.pub.verbs || id.pub.verbs->device->transport_type != IBV_TRANSPORT_IB)
+  if (gids == Gids::never) return 0;
+  if (gids == Gids::on_ib &&
+      (!id.pub.verbs || id.pub.verbs->device->transport_type != IBV_TRANSPORT_IB))
     return 0;
   return transport().query_gid(id.fd(), id.handle, addr.addr.ibaddr.sgid.raw,
                                addr.addr.ibaddr.dgid.raw);

@@ -29,8 +29,13 @@ uint16_t port_of(const sockaddr* addr);
 // rdma_create_event_channel then lists for the application).
 ChannelRef private_channel(int* err);
 
-// Re-reads the id's addresses, device, port and (on IB transports) GIDs.
-int refresh_address(CmId& id);
+// Which calls read the id's GIDs (route.addr.addr.ibaddr) from the kernel,
+// as rdma-core 44 does: a bind and a connection request's new id always (on
+// iWARP too: the kernel gives the GIDs of the MAC address there), a resolved
+// address on IB transports only, a listen never.
+enum class Gids { always, on_ib, never };
+// Re-reads the id's addresses, device and port, and its GIDs as `gids` says.
+int refresh_address(CmId& id, Gids gids);
 // Re-reads the path records of a resolved route into id.pub.route.
 int refresh_paths(CmId& id);
 

@@ -95,7 +95,7 @@ int bind_addr(rdma_cm_id* pub, const sockaddr* addr) {
   socklen_t len = addr_len(addr);
   if (!len) return -EINVAL;
   if (int err = transport().bind(id->fd(), id->handle, addr, len)) return err;
-  return refresh_address(*id);
+  return refresh_address(*id, Gids::always);
 }
 
 int resolve_addr(rdma_cm_id* pub, const sockaddr* src, const sockaddr* dst,

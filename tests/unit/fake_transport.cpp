@@ -255,10 +255,11 @@ int FakeTransport::query_addr(int, uint32_t id, ucma_abi_query_addr_resp* out) {
   return 0;
 }
 
-int FakeTransport::query_gid(int, uint32_t id, uint8_t sgid[16], uint8_t dgid[16]) {
-  std::memset(sgid, 0, 16);
-  std::memset(dgid, 0, 16);
-  return simple(Cmd::query_gid, id);
+int FakeTransport::query_gid(int, uint32_t id, uint8_t out_sgid[16], uint8_t out_dgid[16]) {
+  if (int err = simple(Cmd::query_gid, id)) return err;
+  std::memcpy(out_sgid, sgid, 16);
+  std::memcpy(out_dgid, dgid, 16);
+  return 0;
 }
 
 int FakeTransport::get_event(int fd, ucma_abi_event_resp* out) {

@@ -88,6 +88,8 @@ class FakeTransport : public Transport {
   size_t live_ids() const;
   // The address query answer for every id.
   ucma_abi_query_addr_resp addr{};
+  // The GIDs query_gid answers for every id (zeros unless a test sets them).
+  uint8_t sgid[16]{}, dgid[16]{};
   // When set, resolve_addr queues ADDR_RESOLVED for the id at once (as the
   // kernel does for the loopback address).
   bool resolve_reports = false;

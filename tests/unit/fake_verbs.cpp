@@ -56,6 +56,11 @@ size_t fake_verbs_objects() { return fake::objects; }
 
 void fake_set_active_mtu(ibv_mtu mtu) { active_mtu = mtu; }
 
+void fake_set_iwarp(bool iwarp) {
+  device.node_type = iwarp ? IBV_NODE_RNIC : IBV_NODE_CA;
+  device.transport_type = iwarp ? IBV_TRANSPORT_IWARP : IBV_TRANSPORT_IB;
+}
+
 ibv_qp* fake_last_qp() { return last_qp; }
 
 std::vector<ibv_qp_state> qp_states(const ibv_qp* qp) {

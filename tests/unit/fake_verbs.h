@@ -27,6 +27,10 @@ void answer_at_once(FakeTransport& fake);
 // rdma_create_qp with one WR and SGE each way (the id on the device).
 int add_qp(rdma_cm_id* id, ibv_qp_type type = IBV_QPT_RC);
 
+// Makes the fake device an iWARP one (IBV_TRANSPORT_IWARP, an RNIC) or,
+// with false, the InfiniBand one it starts as.
+void fake_set_iwarp(bool iwarp);
+
 // How often the library opened and closed the fake device's context.
 int fake_device_opens();
 int fake_device_closes();
