@@ -79,8 +79,9 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // For the connection service: an accepted connection whose handshake did
   // not end within kAcceptTimeoutMs. Its listener drops it (deletes it).
   void accept_timed_out();
-  // For the keep-alive service: a KEEPALIVE control message if connected
-  // and a control slot is free (a dead peer then fails it: the socket errs).
+  // For the keep-alive service: a probe (a zero-byte RDMA write, as
+  // rdma-core's) if connected and a control slot is free (a dead peer then
+  // fails it: the socket errs).
   void send_keepalive();
   unsigned keepalive_interval() const {
     unsigned t = keepalive_time_;

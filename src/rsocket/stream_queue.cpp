@@ -391,12 +391,19 @@ int StreamSocket::wait_send_room(int flags) {
   return state_ & kError ? connection_error() : -ECONNRESET;
 }
 
+// A keep-alive probe is what rdma-core 44's tcp_svc_send_keepalive posts on
+// every transport: an RDMA write of no bytes and no immediate data (rkey and
+// address 0, which a zero-length write need not name). The peer's RDMA
+// device answers it; its rsocket sees nothing and gives no receive for it,
+// so a probe can never find the peer's receive queue empty (on iWARP a SEND
+// that finds none ends the connection). Its completion gives the control
+// slot back (wr_id: a CTRL KEEPALIVE message).
 void StreamSocket::send_keepalive() {
   LockGuard lock(cq_mutex_);
   if (!(state_ & kConnected) || !ctrl_available()) return;
   ++ctrl_seqno_;
-  uint32_t imm = wire::imm(wire::Op::ctrl, static_cast<uint32_t>(wire::Ctrl::keepalive));
-  post_message(imm, imm);
+  uint32_t msg = wire::imm(wire::Op::ctrl, static_cast<uint32_t>(wire::Ctrl::keepalive));
+  post_write(nullptr, 0, msg, 0, 0, 0, false);
 }
 
 // A slot freed by the wait may be taken by a keep-alive or a credit update

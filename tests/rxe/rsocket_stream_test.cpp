@@ -176,6 +176,13 @@ TEST(RsocketStream, KeepaliveProbesAnIdleConnection) {
   while (sent_packets() - before < 3 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(100ms);
   EXPECT_GE(sent_packets() - before, 3);
+  // The probes left the connection as it was: bytes still cross both ways.
+  char c = 'k';
+  ASSERT_EQ(rsend(p.client, &c, 1, 0), 1) << strerror(errno);
+  ASSERT_EQ(rrecv(p.server, &c, 1, MSG_WAITALL), 1) << strerror(errno);
+  ASSERT_EQ(rsend(p.server, &c, 1, 0), 1) << strerror(errno);
+  ASSERT_EQ(rrecv(p.client, &c, 1, MSG_WAITALL), 1) << strerror(errno);
+  EXPECT_EQ(c, 'k');
 }
 
 TEST(RsocketStream, ClosingWithDataQueuedNeverHangsUpBeforeThePeerReadsIt) {
