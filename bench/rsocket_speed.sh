@@ -105,6 +105,8 @@ perftest() {
 		t1=$(now_us)
 		v=$(awk -v s="$size" -v f="$field" '$1 == s && NF >= f && $2 ~ /^[0-9]+$/ { print $f }' "$out/cli" | tail -n 1)
 		[ -n "$v" ] || { echo "$prog printed no result line:" >&2; cat "$out/cli" >&2; }
+		# latency: t_typical too (perftest's median; t_avg carries TCG's stalls)
+		case $prog in *_lat) record device "$fig.typ" "$(awk -v s="$size" '$1 == s && NF >= 6 && $2 ~ /^[0-9]+$/ { print $5 }' "$out/cli" | tail -n 1)" ;; esac
 		[ "$n" != 1 ] || echo "    $prog $*: $(grep -E "^ +$size +" "$out/cli" | tr -s ' ')" >&2
 		# the client starts once the server listens: t0 is a little early
 		case $prog in
@@ -243,6 +245,8 @@ row "riostream latency 64 B (us)" rio lat
 # shellcheck disable=SC2059
 {
 printf "$fmt" "device, completion events (-e) (us)" "$(m device late)" - - - - - -
+printf "$fmt" "device, t_typical (median): polling (us)" "$(m device lat.typ)" - - - - - -
+printf "$fmt" "device, t_typical (median): -e (us)" "$(m device late.typ)" - - - - - -
 printf "$fmt" "device by wall clock: 64 KiB (Gb/s, >=)" "$(m device bw64.wall)" - - - - - -
 printf "$fmt" "device by wall clock: 1 MiB (Gb/s, >=)" "$(m device bw1m.wall)" - - - - - -
 printf "$fmt" "device by wall clock: 64 B lat (us, <=)" "$(m device lat.wall)" - - - - - -
