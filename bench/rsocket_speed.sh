@@ -270,10 +270,15 @@ cat <<EOF
 EOF
 [ "$PRELOAD" = none ] || echo "(preload: ours $PRELOAD; rdma-core $SYSPRELOAD$([ "$QUICK" = 0 ] || echo ', not run with --quick'))"
 
-# Every run of the device, the two libraries and kernel TCP must have given a
-# number; rdma-core's preload figures may fail.
-bad=$(cd "$out" && grep -HvE '^[0-9.]+$' device.* rdma-core.* ours.* tcp.* 2>/dev/null |
-	grep -Ev '^rdma-core\.(iperf3|pp):' | sort | uniq -c)
+# perftest's "inf": its clock estimate (TSC against gettimeofday) failed
+# under TCG; the run itself passed. The medians skip it.
+inf=$(cd "$out" && grep -l '^inf$' device.* 2>/dev/null | tr '\n' ' ')
+[ -z "$inf" ] || echo "(perftest printed inf, its clock estimate failing under TCG, in: $inf)"
+# Every other run of the device, the two libraries and kernel TCP must have
+# given a number; rdma-core's preload figures may fail.
+bad=$(cd "$out" && grep -HvE '^([0-9.]+|inf)$' device.* 2>/dev/null
+	grep -HvE '^[0-9.]+$' rdma-core.* ours.* tcp.* 2>/dev/null | grep -Ev '^rdma-core\.(iperf3|pp):')
+bad=$(sort <<< "$bad" | uniq -c | sed '/^ *1 $/d')
 if [ -n "$bad" ]; then
 	echo "rsocket_speed: failed runs (count, file:result):" >&2
 	echo "$bad" >&2
