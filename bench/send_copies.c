@@ -79,33 +79,35 @@ static void count(size_t n)
 		__atomic_add_fetch(&copied, n, __ATOMIC_RELAXED);
 }
 
-#define COPY(name)                                                        \
+#define COPY(name, end)                                                   \
 	EXPORT void *name(void *dst, const void *src, size_t n)           \
 	{                                                                 \
 		count(n);                                                 \
 		if (resolving)                                            \
-			return slow_move(dst, src, n);                    \
-		REAL(name);                                      \
+			return (char *)slow_move(dst, src, n) + end * n;  \
+		REAL(name);                                               \
 		return real_##name(dst, src, n);                          \
 	}
-COPY(memcpy)
-COPY(memmove)
-COPY(mempcpy)
+COPY(memcpy, 0)
+COPY(memmove, 0)
+COPY(mempcpy, 1)  /* returns dst + n */
 
 /* glibc's fortified copies (not declared without _FORTIFY_SOURCE) */
 void *__memcpy_chk(void *, const void *, size_t, size_t);
 void *__memmove_chk(void *, const void *, size_t, size_t);
 void *__mempcpy_chk(void *, const void *, size_t, size_t);
-#define COPY_CHK(name)                                                    \
+#define COPY_CHK(name, end)                                               \
 	EXPORT void *name(void *dst, const void *src, size_t n, size_t m) \
 	{                                                                 \
 		count(n);                                                 \
-		REAL(name);                                  \
+		if (resolving)                                            \
+			return (char *)slow_move(dst, src, n) + end * n;  \
+		REAL(name);                                               \
 		return real_##name(dst, src, n, m);                       \
 	}
-COPY_CHK(__memcpy_chk)
-COPY_CHK(__memmove_chk)
-COPY_CHK(__mempcpy_chk)
+COPY_CHK(__memcpy_chk, 0)
+COPY_CHK(__memmove_chk, 0)
+COPY_CHK(__mempcpy_chk, 1)
 
 static ssize_t done(ssize_t r)
 {
