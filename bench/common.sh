@@ -36,3 +36,106 @@ server_listens() {
 # reaps a server that has already exited with `wait`, whose status (the
 # server's) would end a set -e script right there, before it says why.
 stop_server() { stop_proc "$1" || :; }
+
+# pair WHAT PORT -- SERVER... -- CLIENT...: one server (in the background,
+# waited for until an rdma_cm id listens on PORT) and its client, each under
+# `timeout ${PAIR_TIMEOUT:-120}`, their output in $out/srv and $out/cli ($out:
+# the caller's scratch directory). 0 once the client and then the server
+# exited 0 (the server ends with its client: one that fails or hangs after
+# the client's transfers is a failed run too); otherwise says why (WHAT, both
+# logs) and returns 1.
+# shellcheck disable=SC2154 # $out: the caller's
+pair() {
+	local what=$1 port=$2 srv rc=0 s=()
+	shift 2
+	[ "${1:-}" = -- ] || { echo "pair: usage" >&2; return 2; }
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do s+=("$1"); shift; done
+	[ $# -gt 1 ] || { echo "pair: usage" >&2; return 2; }
+	shift
+	timeout "${PAIR_TIMEOUT:-120}" "${s[@]}" >"$out/srv" 2>&1 </dev/null &
+	srv=$!
+	server_listens "$port" "$srv" "$out/srv" ||
+		{ echo "$what: the server failed" >&2; stop_server "$srv"; return 1; }
+	timeout "${PAIR_TIMEOUT:-120}" "$@" >"$out/cli" 2>&1 </dev/null || rc=$?
+	if [ "$rc" != 0 ]; then
+		echo "$what: the client failed (status $rc):" >&2
+		cat "$out/cli" "$out/srv" >&2
+		stop_server "$srv"
+		return 1
+	fi
+	WAIT_RC=
+	if ! wait_exit "$srv" 30 || [ "$WAIT_RC" != 0 ]; then
+		echo "$what: the server failed (status ${WAIT_RC:-still running}):" >&2
+		cat "$out/srv" >&2
+		stop_server "$srv"
+		return 1
+	fi
+}
+
+# median_of FILE [COLUMN]: the median of the numbers in COLUMN (1) of FILE's
+# lines; with none, the first word recorded (fail, no-rdma ...); - for no file.
+median_of() {
+	[ -s "$1" ] || { echo -; return; }
+	awk -v c="${2:-1}" '{ print $c }' "$1" | {
+		local v
+		v=$(grep -E '^[0-9.]+$' | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }')
+		echo "${v:-$(awk -v c="${2:-1}" 'NR == 1 { print $c }' "$1")}"
+	}
+}
+
+# ratio A B: B / A as "1.23x", or - when either is not a positive number.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", b / a; else print "-" }'; }
+
+# Programs under a preload (bench/preload_programs.sh, bench/rsocket_speed.sh).
+# The caller defines env_of COLUMN (sets the array ENVV: the environment of a
+# process in that column; empty for kernel TCP, whose column is named tcp) and
+# $out, and sets SECS (a client's limit is CLIENT_LIMIT, by default SECS * 4 + 60 s).
+#
+# start COLUMN PORT CMD...: a server in the background (SPID), waited for
+# until it listens (rdma_cm or TCP).
+start() {
+	local col=$1 port=$2 end
+	shift 2
+	env_of "$col"
+	timeout -k 2 120 env "${ENVV[@]}" "$@" > "$out/server.log" 2>&1 < /dev/null &
+	SPID=$!
+	end=$(($(now_us) + 20000000))
+	until cm_listening "$port" || tcp_listening "$port"; do
+		if ! kill -0 "$SPID" 2>/dev/null; then
+			echo "    $col: $1 exited before it listened on port $port: $(tail -n 1 "$out/server.log")" >&2
+			return 1
+		elif (($(now_us) >= end)); then
+			echo "    $col: $1 did not listen on port $port within 20 s: $(tail -n 1 "$out/server.log")" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+# client COLUMN CMD...: runs a client, its output in $out/client.log. Status 0
+# only if it succeeded and, preloaded (not tcp), rxe0 sent packets meanwhile;
+# NORDMA=1 when it succeeded without them (a fallback to kernel TCP).
+client() {
+	local col=$1 p0 rc
+	shift
+	env_of "$col"
+	p0=$(sent_pkts)
+	# shellcheck disable=SC2153 # SECS: the caller's
+	timeout -k 2 "${CLIENT_LIMIT:-$((SECS * 4 + 60))}" env "${ENVV[@]}" "$@" > "$out/client.log" 2>&1 < /dev/null
+	rc=$?
+	[ "$rc" = 0 ] || { echo "    $col: $* failed (status $rc): $(tail -n 1 "$out/client.log")" >&2; return 1; }
+	if [ "$col" != tcp ] && [ $(($(sent_pkts) - p0)) -lt 100 ]; then
+		echo "    $col: $* sent no packets on rxe0 (kernel TCP fallback?)" >&2
+		NORDMA=1
+		return 1
+	fi
+}
+# record COLUMN FIGURE VALUE: one run's result ("fail" when VALUE is empty)
+record() { echo "${3:-fail}" >> "$out/$1.$2"; }
+# fails COLUMN FIGURE...: a failed run of every FIGURE (no-rdma after a fallback)
+fails() {
+	local c=$1 f
+	shift
+	for f in "$@"; do if [ "${NORDMA:-0}" = 1 ]; then record "$c" "$f" no-rdma; else record "$c" "$f" fail; fi; done
+	NORDMA=0
+}

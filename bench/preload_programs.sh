@@ -36,7 +36,7 @@
 #       --rdmacm build/src/librdmacm.so.1
 set -uo pipefail
 HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
-# sent_pkts cm_listening tcp_listening wait_exit stop_proc now_us preloadable
+# preloadable start client record fails median_of ratio stop_proc
 # shellcheck source=bench/common.sh
 . "$HERE/common.sh"
 LIB='' RDMACM='' REF='' RUNS=3 SECS=3 REQS=10000
@@ -71,51 +71,6 @@ env_of() {
 	ref) ENVV=("LD_PRELOAD=$(readlink -f "$REF")") ;;
 	esac
 }
-# start COLUMN PORT CMD...: a server in the background (SPID), waited for until it listens.
-start() {
-	local col=$1 port=$2 end
-	shift 2
-	env_of "$col"
-	timeout -k 2 120 env "${ENVV[@]}" "$@" > "$out/server.log" 2>&1 < /dev/null &
-	SPID=$!
-	end=$(($(now_us) + 20000000))
-	until cm_listening "$port" || tcp_listening "$port"; do
-		if ! kill -0 "$SPID" 2>/dev/null; then
-			echo "    $col: $1 exited before it listened on port $port: $(tail -n 1 "$out/server.log")" >&2
-			return 1
-		elif (($(now_us) >= end)); then
-			echo "    $col: $1 did not listen on port $port within 20 s: $(tail -n 1 "$out/server.log")" >&2
-			return 1
-		fi
-		sleep 0.1
-	done
-}
-# client COLUMN CMD...: runs a client, its output in $out/client.log; P0 is
-# sent_pkts before it. Status 0 only if it succeeded and, preloaded, rxe0 sent packets.
-client() {
-	local col=$1 p0 rc
-	shift
-	env_of "$col"
-	p0=$(sent_pkts)
-	timeout -k 2 $((SECS * 4 + 60)) env "${ENVV[@]}" "$@" > "$out/client.log" 2>&1 < /dev/null
-	rc=$?
-	[ "$rc" = 0 ] || { echo "    $col: $* failed (status $rc): $(tail -n 1 "$out/client.log")" >&2; return 1; }
-	if [ "$col" != tcp ] && [ $(($(sent_pkts) - p0)) -lt 100 ]; then
-		echo "    $col: $* sent no packets on rxe0 (kernel TCP fallback?)" >&2
-		NORDMA=1
-		return 1
-	fi
-}
-# record COLUMN FIGURE VALUE
-record() { echo "${3:-fail}" >> "$out/$1.$2"; }
-# fails COLUMN FIGURE...: a failed run of every FIGURE
-fails() {
-	local c=$1 f
-	shift
-	for f in "$@"; do if [ "${NORDMA:-0}" = 1 ]; then record "$c" "$f" no-rdma; else record "$c" "$f" fail; fi; done
-	NORDMA=0
-}
-
 port=23000
 for ((n = 1; n <= RUNS; n++)); do
 	for col in "${COLS[@]}"; do
@@ -150,17 +105,8 @@ for ((n = 1; n <= RUNS; n++)); do
 	done
 done
 
-# median COLUMN FIGURE: the median of the numeric results, else the first word recorded (fail, no-rdma)
-median() {
-	local f=$out/$1.$2
-	[ -s "$f" ] || { echo -; return; }
-	if grep -Eq '^[0-9.]+$' "$f"; then
-		grep -E '^[0-9.]+$' "$f" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
-	else
-		head -n 1 "$f"
-	fi
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", b / a; else print "-" }'; }
+# median COLUMN FIGURE: common.sh's median_of on that column's results
+median() { median_of "$out/$1.$2"; }
 hdr=$(printf '%-44s %12s %12s %9s' "preload programs, median of $RUNS runs" "kernel TCP" ours ours/TCP)
 [ -z "$REF" ] && echo "$hdr" || printf '%s %12s\n' "$hdr" reference
 row() { # LABEL FIGURE

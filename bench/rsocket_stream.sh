@@ -34,24 +34,15 @@ command -v rstream >/dev/null || { echo "rstream (rdmacm-utils) is missing" >&2;
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-# one NAME LIBRARY KIND N PORT ARGS...: one rstream pair; the client's
-# result line's Gb/sec and usec/xfer go to $out/NAME.KIND. The server is
-# waited for until it listens; either side failing exits the script.
+# one NAME LIBRARY KIND N PORT ARGS...: one rstream pair (common.sh's pair);
+# the client's result line's Gb/sec and usec/xfer go to $out/NAME.KIND.
+# Either side failing exits the script.
 one() {
-	local name=$1 lib=$2 kind=$3 n=$4 port=$5 srv line
+	local name=$1 lib=$2 kind=$3 n=$4 port=$5 line
 	shift 5
-	LD_PRELOAD=$lib timeout 120 rstream -b "$IP" -p "$port" "$@" >"$out/srv" 2>&1 &
-	srv=$!
-	server_listens "$port" "$srv" "$out/srv" ||
-		{ echo "rstream server failed ($name $kind, run $n)" >&2; stop_server "$srv"; exit 1; }
-	LD_PRELOAD=$lib timeout 120 rstream -s "$IP" -p "$port" "$@" >"$out/cli" 2>&1 ||
-		{ echo "rstream failed ($name $kind, run $n):" >&2; cat "$out/cli" "$out/srv" >&2; stop_server "$srv"; exit 1; }
-	# The server ends with its client: a server that fails (or hangs) after
-	# the client's transfers is a failed run too.
-	WAIT_RC=
-	wait_exit "$srv" 30 && [ "$WAIT_RC" = 0 ] ||
-		{ echo "rstream server failed ($name $kind, run $n, status ${WAIT_RC:-still running}):" >&2
-		  cat "$out/srv" >&2; stop_server "$srv"; exit 1; }
+	pair "rstream ($name $kind, run $n)" "$port" \
+		-- env LD_PRELOAD="$lib" rstream -b "$IP" -p "$port" "$@" \
+		-- env LD_PRELOAD="$lib" rstream -s "$IP" -p "$port" "$@" || exit 1
 	line=$(tail -n 1 "$out/cli")
 	[[ $line =~ $RSTREAM_RESULT_RE ]] ||
 		{ echo "rstream printed no result line ($name $kind, run $n):" >&2; cat "$out/cli" >&2; exit 1; }
@@ -69,15 +60,12 @@ for ((n = 1; n <= RUNS; n++)); do
 	done
 done
 
-median() { # FILE COLUMN
-	awk -v c="$2" '{ print $c }' "$1" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
-}
 printf '%-28s %12s %12s %8s\n' "rstream, median of $RUNS" rdma-core ours ratio
 row() { # LABEL KIND COLUMN
 	local a b
-	a=$(median "$out/rdma-core.$2" "$3")
-	b=$(median "$out/ours.$2" "$3")
-	printf '%-28s %12s %12s %8s\n' "$1" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0) printf "%.2fx", b / a; else print "-" }')"
+	a=$(median_of "$out/rdma-core.$2" "$3")
+	b=$(median_of "$out/ours.$2" "$3")
+	printf '%-28s %12s %12s %8s\n' "$1" "$a" "$b" "$(ratio "$a" "$b")"
 }
 row "bandwidth 64 KiB (Gb/s)" bw 1
 row "latency 64 B (us/xfer)" lat 2

@@ -7,25 +7,26 @@
 #
 #   scripts/bench.sh [--build DIR] [--ref] [NAME...]
 #
-#   NAME     connect_setup rsocket_stream preload_programs cm_costs (the default:
-#            all four), or one of cm_costs' parts: cm_instructions cm_syscalls id_scale
+#   NAME     connect_setup rsocket_stream preload_programs cm_costs rsocket_speed
+#            (the default: all five), or one of cm_costs' parts: cm_instructions
+#            cm_syscalls id_scale
 #   --build DIR  the build tree (default: build)
 #   --ref    preload_programs also runs rdma-core's preload (a third column,
 #            which may fail: rdma-core 44's runs none of these programs)
 #
-#   scripts/bench.sh                            # all four
+#   scripts/bench.sh                            # all five
 #   scripts/bench.sh cm_costs rsocket_stream    # only those
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=build REF=
-ALL=(connect_setup rsocket_stream preload_programs cm_costs)
+ALL=(connect_setup rsocket_stream preload_programs cm_costs rsocket_speed)
 names=()
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) [ $# -ge 2 ] || usage; BUILD=$2; shift ;;
 	--ref) REF=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so ;;
-	connect_setup | rsocket_stream | preload_programs | cm_costs | cm_instructions | cm_syscalls | id_scale)
+	connect_setup | rsocket_stream | preload_programs | cm_costs | rsocket_speed | cm_instructions | cm_syscalls | id_scale)
 		names+=("$1") ;;
 	*) usage ;;
 	esac
@@ -42,7 +43,7 @@ ID_SCALE=$BUILD/bench/id_scale
 
 # The VM's time limit (seconds, boot included) of each benchmark at its
 # default counts: generous, a limit only against a hang.
-declare -A LIMIT=([connect_setup]=900 [rsocket_stream]=900 [preload_programs]=1800
+declare -A LIMIT=([connect_setup]=900 [rsocket_stream]=900 [preload_programs]=1800 [rsocket_speed]=1800
 	[cm_costs]=3600 [cm_instructions]=2400 [cm_syscalls]=900 [id_scale]=900)
 
 failed=()
@@ -53,6 +54,7 @@ for name in "${names[@]}"; do
 		[ -f "$PRELOAD" ] || { echo "bench: $PRELOAD was not built" >&2; failed+=("$name"); continue; }
 		cmd=("$ROOT/bench/$name.sh" --lib "$PRELOAD" --rdmacm "$LIB" ${REF:+--ref "$REF"}) ;;
 	cm_costs | id_scale) cmd+=(--bin "$ID_SCALE") ;;
+	rsocket_speed) cmd+=(--preload "$PRELOAD" --copies "$BUILD/bench/libsend_copies.so") ;;
 	esac
 	echo
 	echo "=== $name: ${cmd[*]}"

@@ -16,7 +16,7 @@ secs_since() { # $1: start in microseconds -> seconds with one decimal
 # A line of rstream's results table: "name bytes xfers iters total time Gb/sec usec/xfer"
 # (the same as RSTREAM_RESULT_RE in tests/rxe/runner/core.py).
 # shellcheck disable=SC2034 # used by bench/rsocket_stream.sh
-RSTREAM_RESULT_RE='^[a-z0-9_]+ +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9]+ +[0-9.]+[kmg]? +[0-9.]+s +[0-9.]+ +[0-9.]+$'
+RSTREAM_RESULT_RE='^[a-z0-9_]+ +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+s +[0-9.]+ +[0-9.]+$'
 
 # Packets rxe0 has sent so far (its hardware counter).
 sent_pkts() { cat "/sys/class/infiniband/${RXE_DEV:-rxe0}/ports/1/hw_counters/sent_pkts" 2>/dev/null || echo 0; }

@@ -23,7 +23,7 @@ SYSLIB = os.environ.get('RDMACM_SYSTEM_LIB', '/usr/lib/x86_64-linux-gnu/librdmac
 RXE_DEV = os.environ.get('RXE_DEV') or 'rxe0'
 
 # A line of rstream's results table: "name bytes xfers iters total time Gb/sec usec/xfer".
-RSTREAM_RESULT_RE = (r'^[a-z0-9_]+ +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9]+ +[0-9.]+[kmg]? +[0-9.]+s +[0-9.]+ +[0-9.]+$')
+RSTREAM_RESULT_RE = (r'^[a-z0-9_]+ +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+s +[0-9.]+ +[0-9.]+$')
 
 
 def say(*lines):
