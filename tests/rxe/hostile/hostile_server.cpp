@@ -432,9 +432,9 @@ constexpr Observed kObserved[] = {
     // Its listener's service thread waits in rdma_accept for the half-open
     // peer: no one else is accepted meanwhile.
     {"2-halfopen", "good client accepted: no; half-open id gone: no; raccept afterwards: nothing"},
-    // rlisten's backlog is not held: 4 of 4 connect; after one raccept, the
-    // next (non-blocking) rconnect never returns.
-    {"3-backlog", "stuck at 'raccept, then one more rconnect' in rconnect"},
+    // rlisten's backlog is not held: 4 of 4 connect, raccept returns one.
+    // What follows is a race in rdma-core 44, not run on it (README.md).
+    {"3-backlog", "rconnects: 0, 0, 0, 0; raccept: ok"},
 };
 
 void Verdict::report() {
@@ -656,13 +656,24 @@ void case3(uint16_t port) {
   uint16_t pp = 0;
   int a = accept_within(l, 5000, &pp);
   v.check(a >= 0, "raccept after the backlog filled");
+  if (ref) {
+    // Past this point rdma-core 44 races with itself (its connect service
+    // thread can block in rdma_get_cm_event while every rs_notify_svc waits
+    // for it): the next rconnect hung in 24 of 25 runs, connected in one,
+    // and a CI run crashed in the rcloses. Nothing to compare: stop here.
+    v.behaviour = fmt("rconnects: %s; raccept: %s", answers.c_str(), a >= 0 ? "ok" : "none");
+    v.report();
+    std::printf("hostile_server on %s: %d failed, the rest not run\n", lib_name().c_str(), failures);
+    std::fflush(stdout);
+    _exit(failures ? 1 : 0);
+  }
   int s = rsocket(AF_INET, SOCK_STREAM, 0);
   int err = connect_within(s, port, 10000);
   socks.push_back(s);
   v.note(fmt("after one raccept, rconnect: %s", errname(err)));
   v.behaviour = fmt("rconnects: %s; raccept: %s; then rconnect: %s", answers.c_str(), a >= 0 ? "ok" : "none",
                     errname(err));
-  if (!ref) v.check(err == 0, fmt("rconnect after a raccept: %s", errname(err)));
+  v.check(err == 0, fmt("rconnect after a raccept: %s", errname(err)));
   // The accepted one carries data over rxe0.
   if (a >= 0) {
     int c = -1;
