@@ -1,7 +1,8 @@
-// rpoll: as rdma-core 44's, first a short spin over the sockets' state
-// (the calling thread's spin budget: spin_budget.h), then sleeping in poll(2) on what would wake each socket
-// (its CQ's channel, its CM channel, a listener's accept queue) beside the
-// ordinary fds, re-checking at least every wake_up_interval.
+// rpoll: as rdma-core 44's, first a short spin over the sockets' state (the
+// calling thread's spin budget: spin_budget.h), then sleeping in poll(2) on
+// what would wake each socket (its CQ's channel, its CM channel, a
+// listener's accept queue) beside the ordinary fds, re-checking at least
+// every wake_up_interval.
 //
 // A socket's state may change behind a sleeping thread (the CM service sees
 // a disconnect, another thread takes the completion that woke both): every
@@ -19,8 +20,8 @@
 
 #include "rsocket/clock.h"
 #include "rsocket/config.h"
-#include "rsocket/spin_budget.h"
 #include "rsocket/file.h"
+#include "rsocket/spin_budget.h"
 #include "rsocket/state_change.h"
 #include "rsocket/table.h"
 

@@ -1,7 +1,8 @@
 // What both socket kinds put on an id: one completion channel, one CQ for
 // sends and receives on it (armed from the start: a thread already asleep
 // on the channel wakes for the first completion), and a QP on that CQ
-// (every send signalled, or only those that ask). Torn down the same way, whatever part was made.
+// (every send signalled, or only those that ask). Torn down the same way,
+// whatever part was made.
 #pragma once
 
 #include <rdma/rdma_cma.h>

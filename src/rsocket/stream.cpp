@@ -288,13 +288,7 @@ int StreamSocket::shutdown(int how) {
     }
     if (send) err = send_ctrl(ctrl, kShutdownWaitMs);
   }
-  if (!err && (state_ & kConnected)) {
-    LockGuard lock(cq_mutex_);
-    fence_sends();
-  }
-  if (!err && (state_ & kConnected) &&
-      !wait_ms(&StreamSocket::all_sends_done, kShutdownWaitMs))
-    err = -ETIMEDOUT;
+  if (!err && (state_ & kConnected) && !wait_sends_done(kShutdownWaitMs)) err = -ETIMEDOUT;
   if (state_ & kDisconnected) {
     // Flush the receives so that a thread asleep in rpoll wakes.
     ibv_req_notify_cq(id_->recv_cq, 0);
@@ -351,11 +345,7 @@ void StreamSocket::finish_close() {
       state_ &= ~(kReadable | kWritable);
     }
     send_ctrl(wire::Ctrl::disconnect, 100);
-    {
-      LockGuard lock(cq_mutex_);
-      fence_sends();
-    }
-    wait_ms(&StreamSocket::all_sends_done, 200);
+    wait_sends_done(200);
     LockGuard lock(cq_mutex_);  // the flush below is ours, not the peer's fault
     if (state_ & kConnected) state_ = kDisconnected;
   }

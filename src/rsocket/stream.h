@@ -139,6 +139,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   int post(ibv_send_wr& wr) REQUIRES(cq_mutex_);
   Signal data_signal(uint32_t len) REQUIRES(cq_mutex_);
   void fence_sends() REQUIRES(cq_mutex_);
+  bool wait_sends_done(int ms);  // fences, then waits up to ms for every send to complete
   int post_message(uint32_t imm, uint64_t wr_id, Signal signal = Signal::own) REQUIRES(cq_mutex_);
   int post_write(ibv_sge* sgl, int nsge, uint32_t imm, int flags, uint64_t addr, uint32_t rkey,
                  bool with_imm, Signal signal = Signal::own) REQUIRES(cq_mutex_);

@@ -61,13 +61,15 @@ void StreamSocket::fence_sends() {
   if (!quiet_.wrs || sqe_avail_ < 1 || !(state_ & kConnected)) return;
   --sqe_avail_;
   ++quiet_.wrs;
-  ibv_send_wr wr{};
-  wr.wr_id = kDataFlag;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = remote_sgl_.addr;
-  wr.wr.rdma.rkey = remote_sgl_.key;
-  post(wr);
+  post_write(nullptr, 0, 0, 0, remote_sgl_.addr, remote_sgl_.key, false, Signal::data);
+}
+
+bool StreamSocket::wait_sends_done(int ms) {
+  {
+    LockGuard lock(cq_mutex_);
+    fence_sends();
+  }
+  return wait_ms(&StreamSocket::all_sends_done, ms);
 }
 
 // RDMA writes with immediate data consume a receive with no buffer; on

@@ -277,42 +277,32 @@ keepalive_case() { # SRV CLI
 # A 1 MiB file (the first MiB of rcopy's): enough to take many writes and
 # credit updates, cheap under TCG.
 head -c $((1 << 20)) "$TMP.src" > "$TMP.src1"
+# The end of a 1 MiB copy case: both exits, the copy, its bytes over siw.
+copy_ends() { # SRV CLI COPY
+	[ "$CLI_RC" = 0 ] || why "client exit $CLI_RC"
+	end_server
+	[ "$SRV_RC" = 0 ] || why "server exit $SRV_RC"
+	SRV=''
+	[ -n "$WHY" ] || same_file "$TMP.src1" "$3"
+	RXB_NOW=$(rx_bytes)
+	crossed $((1 << 20))
+	sides_ok "$1" "$2"
+}
 # nc.traditional: the server's stdout is the copy.
 nc_case() { # SRV CLI
 	start_server "$1" rdma nc.traditional -l -s "$IP" -p "$PORT" || return
 	CLI_IN=$TMP.src1 run_client "$2" nc.traditional -q 1 "$IP" "$PORT"
-	[ "$CLI_RC" = 0 ] || why "client exit $CLI_RC"
-	end_server
-	[ "$SRV_RC" = 0 ] || why "server exit $SRV_RC"
-	SRV=''
-	[ -n "$WHY" ] || same_file "$TMP.src1" "$TMP/server.out"
-	RXB_NOW=$(rx_bytes)
-	crossed $((1 << 20))
-	sides_ok "$1" "$2"
+	copy_ends "$1" "$2" "$TMP/server.out"
 }
 nc_openbsd_case() {
 	start_server "$1" rdma nc.openbsd -l "$IP" "$PORT" || return
 	CLI_IN=$TMP.src1 run_client "$2" nc.openbsd -N "$IP" "$PORT"
-	[ "$CLI_RC" = 0 ] || why "client exit $CLI_RC"
-	end_server
-	[ "$SRV_RC" = 0 ] || why "server exit $SRV_RC"
-	SRV=''
-	[ -n "$WHY" ] || same_file "$TMP.src1" "$TMP/server.out"
-	RXB_NOW=$(rx_bytes)
-	crossed $((1 << 20))
-	sides_ok "$1" "$2"
+	copy_ends "$1" "$2" "$TMP/server.out"
 }
 socat_case() { # socat -u server, socat -u client
 	start_server "$1" rdma socat -u "TCP-LISTEN:$PORT,bind=$IP,reuseaddr" "CREATE:$TMP/copy" || return
 	run_client "$2" socat -u "OPEN:$TMP.src1" "TCP:$IP:$PORT"
-	[ "$CLI_RC" = 0 ] || why "client exit $CLI_RC"
-	end_server
-	[ "$SRV_RC" = 0 ] || why "server exit $SRV_RC"
-	SRV=''
-	[ -n "$WHY" ] || same_file "$TMP.src1" "$TMP/copy"
-	RXB_NOW=$(rx_bytes)
-	crossed $((1 << 20))
-	sides_ok "$1" "$2"
+	copy_ends "$1" "$2" "$TMP/copy"
 }
 iperf3_case() {
 	start_server "$1" rdma iperf3 -s -1 -B "$IP" -p "$PORT" || return
