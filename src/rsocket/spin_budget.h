@@ -2,14 +2,18 @@
 // fixed polling_time, 10 us by default, then pays a sleep and a wake-up:
 // 50-190 us under Soft-RoCE, several times the round trip it waited for).
 //
-// Here the spin follows what the caller's recent waits took: a wait that
-// ended within 2 kMaxSpinUs teaches "spin twice that long" (at most
-// kMaxSpinUs: a wait that slept also counts its wake-up), a longer one
-// teaches "do not spin"; the budget is a moving average of those lessons,
-// never below polling_time and never above kMaxSpinUs. A caller answered
-// within a round trip stops sleeping; an idle one spins at most kMaxSpinUs
-// once per wait and then sleeps (its budget decays to polling_time), so it
-// costs no CPU while nothing comes.
+// Here the spin covers the longest of the caller's recent waits: a wait that
+// ended within 2 kMaxSpinUs asks for twice its length (at most kMaxSpinUs;
+// a wait that slept also counts its wake-up). A longer ask raises the budget
+// at once; a shorter one lowers it by a sixteenth of the difference (a wait
+// answered at once says nothing of the next one: measured under Soft-RoCE,
+// a moving average of every ask sat at polling_time for half the waits of a
+// blocking ping-pong, and a quarter of them slept). A wait longer than
+// 2 kMaxSpinUs takes a quarter off: spinning would not have caught it. Never
+// below polling_time, never above kMaxSpinUs. A caller answered within a
+// round trip stops sleeping; an idle one spins at most kMaxSpinUs once per
+// wait and then sleeps (its budget decays to polling_time), so it costs no
+// CPU while nothing comes.
 #pragma once
 
 #include <algorithm>
@@ -31,10 +35,15 @@ class SpinBudget {
 
   // A wait that ended after waited_us (spinning or sleeping).
   void learn(uint64_t waited_us) {
-    uint64_t lesson = waited_us <= 2 * kMaxSpinUs ? std::min(2 * waited_us, kMaxSpinUs) : 0;
     uint64_t b = budget_.load(std::memory_order_relaxed);
+    if (waited_us > 2 * kMaxSpinUs) {
+      b -= b / 4;
+    } else {
+      uint64_t ask = std::min(2 * waited_us, kMaxSpinUs);
+      b = ask > b ? ask : b - (b - ask + 15) / 16;
+    }
     // Racing callers may lose a lesson: it is only a hint.
-    budget_.store((3 * b + lesson) / 4, std::memory_order_relaxed);
+    budget_.store(b, std::memory_order_relaxed);
   }
 
  private:
