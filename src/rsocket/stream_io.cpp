@@ -109,21 +109,10 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
   }
   auto* in = static_cast<const uint8_t*>(buf);
   size_t left = len;
-  // Writes start small (the wire starts while the rest is copied) and double
-  // up to kMaxTransfer, across calls: a stream of sends keeps its big writes
-  // (rdma-core 44 starts each call at kFirstTransfer: ~14 us per extra write
-  // under Soft-RoCE).
-  uint32_t chunk_limit = chunk_limit_;
   int ret = 0;
   while (left) {
     if ((ret = wait_send_room(flags))) break;
-    uint32_t size;
-    if (chunk_limit < left) {
-      size = chunk_limit;
-      if (chunk_limit < wire::kMaxTransfer) chunk_limit <<= 1;
-    } else {
-      size = static_cast<uint32_t>(left);
-    }
+    uint32_t size = next_write_size(left);
     LockGuard cq(cq_mutex_);  // sends and completions update the same counters
     size = std::min<uint32_t>(size, static_cast<uint32_t>(sbuf_bytes_avail_));
     size = std::min<uint32_t>(size, target_sgl_[target_sge_].length);
@@ -132,7 +121,6 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
     left -= size;
     in += size;
   }
-  chunk_limit_ = chunk_limit;
   return ret && left == len ? ret : static_cast<ssize_t>(len - left);
 }
 

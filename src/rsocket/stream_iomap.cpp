@@ -101,24 +101,16 @@ ssize_t StreamSocket::iowrite(const void* buf, size_t len, off_t offset, int fla
   auto* table = reinterpret_cast<volatile wire::IomapEntry*>(target_sgl_ + wire::kTargetSglSize);
   auto* in = static_cast<const uint8_t*>(buf);
   size_t left = len;
-  uint32_t chunk_limit = wire::kFirstTransfer;
   uint64_t at = static_cast<uint64_t>(offset);
   int ret = 0;
+  wire::IomapEntry target{};  // the entry `at` falls in (looked up again once past it)
+  auto inside = [&](const wire::IomapEntry& e) { return at >= e.offset && at < e.offset + e.sge.length; };
   while (left) {
-    wire::IomapEntry target{};
-    bool found = false;
-    for (uint16_t i = 0; i < target_iomap_size_ && !found; ++i) {
-      wire::IomapEntry e;
-      std::memcpy(&e, const_cast<wire::IomapEntry*>(&table[i]), sizeof(e));
-      if (at >= e.offset && at < e.offset + e.sge.length) {
-        target = e;
-        found = true;
-      }
-    }
-    if (!found) break;  // rdma-core 44 stops at an unmapped offset too
+    for (uint16_t i = 0; i < target_iomap_size_ && !inside(target); ++i)
+      std::memcpy(&target, const_cast<wire::IomapEntry*>(&table[i]), sizeof(target));
+    if (!inside(target)) break;  // rdma-core 44 stops at an unmapped offset too
     if ((ret = wait_send_room(flags))) break;
-    uint32_t size = chunk_limit < left ? chunk_limit : static_cast<uint32_t>(left);
-    if (chunk_limit < left && chunk_limit < wire::kMaxTransfer) chunk_limit <<= 1;
+    uint32_t size = next_write_size(left);
     {
       LockGuard cq(cq_mutex_);
       size = std::min<uint32_t>(size, static_cast<uint32_t>(sbuf_bytes_avail_));
