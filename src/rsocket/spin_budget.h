@@ -13,8 +13,11 @@
 // below polling_time, never above kMaxSpinUs. A caller answered within a
 // round trip stops sleeping; an idle one spins at most kMaxSpinUs once per
 // wait and then sleeps (its budget decays to polling_time), so it costs no
-// CPU while nothing comes.
+// CPU while nothing comes. With one CPU online the look stays at
+// polling_time: a peer on the same host needs the CPU the spin would hold.
 #pragma once
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -28,9 +31,12 @@ class SpinBudget {
  public:
   static constexpr uint64_t kMaxSpinUs = 200;
 
+  explicit SpinBudget(long cpus = online_cpus()) : cap_(cpus == 1 ? 0 : kMaxSpinUs) {}
+
   // Microseconds to look before sleeping.
   uint64_t us() const {
-    return std::max<uint64_t>(config().polling_time, budget_.load(std::memory_order_relaxed));
+    return std::max<uint64_t>(config().polling_time,
+                              std::min(cap_, budget_.load(std::memory_order_relaxed)));
   }
 
   // A wait that ended after waited_us (spinning or sleeping).
@@ -47,6 +53,12 @@ class SpinBudget {
   }
 
  private:
+  static long online_cpus() {
+    static const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n;
+  }
+
+  uint64_t cap_;
   std::atomic<uint64_t> budget_{0};
 };
 

@@ -166,7 +166,7 @@ TEST(CompletionWait, ATimedWaitEndsOnTimeAndSeesACompletionThatCame) {
 
 // The spin before a sleep covers the longest recent waits (spin_budget.h).
 TEST(SpinBudget, CoversTheLongestRecentWaitAndDecaysWhenWaitsAreLong) {
-  SpinBudget b;
+  SpinBudget b(2);
   uint64_t floor = config().polling_time;
   EXPECT_EQ(b.us(), floor);
   b.learn(30);  // a 30 us round trip: spin twice that, at once
@@ -188,11 +188,22 @@ TEST(SpinBudget, CoversTheLongestRecentWaitAndDecaysWhenWaitsAreLong) {
 // Once at polling_time, one wait that slept through a round trip (its
 // wake-up included) brings the whole spin back: no settling at "no spin".
 TEST(SpinBudget, OneMissedRoundTripRestoresTheSpin) {
-  SpinBudget b;
+  SpinBudget b(2);
   for (int i = 0; i < 40; ++i) b.learn(5'000'000);
   ASSERT_EQ(b.us(), config().polling_time);
   b.learn(250);  // a 100 us reply, slept for: 250 us with the wake-up
   EXPECT_EQ(b.us(), SpinBudget::kMaxSpinUs);
+}
+
+// One CPU: a spin would hold the CPU a peer on this host needs to answer,
+// so the look stays at polling_time, as rdma-core's.
+TEST(SpinBudget, WithOneCpuTheLookStaysAtPollingTime) {
+  SpinBudget b(1);
+  for (int i = 0; i < 40; ++i) b.learn(30);
+  EXPECT_EQ(b.us(), config().polling_time);
+  SpinBudget two(2);
+  for (int i = 0; i < 40; ++i) two.learn(30);
+  EXPECT_EQ(two.us(), 60u);
 }
 
 // A reader blocked on a peer that sends nothing spins once, then sleeps: it
