@@ -13,6 +13,11 @@
 # and riostream, the same four ways: rsocket streams on iWARP, wire-compatible
 # with rdma-core's.
 #
+# libfabric's fi_pingpong over its verbs provider (which sets up its
+# connections with librdmacm), the same four ways: an MSG endpoint, and an
+# RDM one (ofi_rxm over verbs' MSG endpoints). Its control channel is TCP
+# (-B/-P), so its server is ready once that port listens.
+#
 # Then what iWARP cannot do: udaddy (UD datagrams) must fail with the same
 # error on both libraries. siw makes RC QPs only: rdma_create_qp of the UD QP
 # fails with EOPNOTSUPP ("unable to create QP: Operation not supported").
@@ -71,8 +76,15 @@ loaded() {
 	return 0
 }
 
-# listening PORT: some rdma_cm id listens on PORT.
-listening() { rdma res show cm_id 2>/dev/null | grep 'state LISTEN' | grep -q ":$1 "; }
+# listening PORT: some rdma_cm id listens on PORT (READY=cm), or a TCP
+# socket (READY=tcp: fi_pingpong's control port).
+listening() {
+	if [ "$READY" = tcp ]; then
+		ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
+	else
+		rdma res show cm_id 2>/dev/null | grep 'state LISTEN' | grep -q ":$1 "
+	fi
+}
 
 # start_server LIB CMD...: starts the server in the background (SRV), waits until it listens.
 start_server() {
@@ -146,7 +158,7 @@ pair() {
 # passed) and NEVER (1 for a failure that must not be rerun).
 try() {
 	local tool=$1 sl=$2 cl=$3 why='' before srv_rc name="$1 server $2, client $3" min=$C
-	port=$((port + 1)) PORT=$port PROG='' ARGS=-
+	port=$((port + 1)) PORT=$port READY=cm PROG='' ARGS=-
 	CLI_RC=none
 	rm -f "$TMP"/*
 	before=$(rx_count)
@@ -166,6 +178,14 @@ try() {
 		start_server "$sl" $PROG -b "$IP" -p "$PORT" $ARGS || why="server did not listen"
 		# shellcheck disable=SC2086
 		[ -n "$why" ] || run_client "$cl" $PROG -s "$IP" -p "$PORT" $ARGS ;;
+	fi_pingpong-msg | fi_pingpong-rdm)
+		# -I pings of 1 KiB, each answered before the next: one receive call
+		# at least per message, 2 -I in all.
+		PROG=fi_pingpong ARGS="-p verbs -e ${tool#*-} -I 20 -S 1024" READY=tcp min=40
+		# shellcheck disable=SC2086
+		start_server "$sl" fi_pingpong $ARGS -B "$PORT" || why="server did not listen"
+		# shellcheck disable=SC2086
+		[ -n "$why" ] || run_client "$cl" fi_pingpong $ARGS -P "$PORT" "$IP" ;;
 	esac
 	wait "$SRV" 2>/dev/null
 	srv_rc=$?
@@ -188,6 +208,11 @@ try() {
 		has client '^custom ' || why="client printed no result line"
 		[ -z "$why" ] && ! has server '^custom ' && why="server printed no result line"
 	fi
+	if [ -z "$why" ] && [ "$PROG" = fi_pingpong ]; then
+		# "bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec": all acknowledged.
+		has client '^1k +20 +=20 +40k ' || why="client printed no result line for 20 x 1k"
+		[ -z "$why" ] && ! has server '^1k +20 +=20 +40k ' && why="server printed no result line for 20 x 1k"
+	fi
 	# rping: every ping is a round trip of SEND, RDMA READ, SEND, RDMA WRITE
 	# (each waits for the last), so at least one receive batch per ping.
 	# ucmatose: both sides of its 2 connections send their C messages at
@@ -200,7 +225,7 @@ try() {
 	WHY=$why
 }
 
-for tool in rping ucmatose rstream rstream-blocking rstream-async riostream; do
+for tool in rping ucmatose rstream rstream-blocking rstream-async riostream fi_pingpong-msg fi_pingpong-rdm; do
 	for libs in "sys sys" "ours ours" "ours sys" "sys ours"; do
 		# shellcheck disable=SC2086
 		pair $tool $libs
@@ -211,7 +236,7 @@ done
 # udaddy has no port option: 7174.
 declare -A ud_error
 for lib in sys ours; do
-	PORT=7174 why=''
+	PORT=7174 READY=cm why=''
 	rm -f "$TMP"/*
 	before=$(rx_count)
 	start_server "$lib" udaddy -b "$IP" || why="server did not listen"
