@@ -116,9 +116,14 @@ has() { grep -qE "$2" "$TMP/$1.out"; }
 exit_ok() { [ "$3" = 0 ] || "$JUDGE" judge peer-exit-race "$1" "$3" "$TMP/$2.err" "$4"; }
 count() { grep -cE "$2" "$TMP/$1.out"; }
 
+# logs: each side's output, its first 5 lines and last 15 (a backtrace at the
+# end must not hide the error printed before it).
 logs() {
-	cat "$TMP/server.out" "$TMP/server.err" 2>/dev/null | sed 's/^/  [server] /' | tail -n 15
-	cat "$TMP/client.out" "$TMP/client.err" 2>/dev/null | sed 's/^/  [client] /' | tail -n 15
+	local role
+	for role in server client; do
+		cat "$TMP/$role.out" "$TMP/$role.err" 2>/dev/null | sed "s/^/  [$role] /" |
+			awk '{ l[NR] = $0 } END { for (i = 1; i <= NR; i++) if (i <= 5 || i > NR - 15) print l[i]; else if (i == 6) print "  ..." }'
+	done
 }
 
 verdict() { # NAME WHY
