@@ -126,6 +126,14 @@ watcher=$!
 # siw counts the memory a process registers against RLIMIT_MEMLOCK, even
 # root's (rxe does not): 8 MiB by default, too little for e.g. fi_pingpong.
 [ "$RXE_TRANSPORT" = siw ] && ulimit -l unlimited
+# An iWARP id's port is a TCP port, and siw has no port mapper: the kernel
+# picks a client id's port from the range TCP's ephemeral ports come from,
+# and siw's bind fails (rdma_connect EADDRINUSE, both libraries) when a TCP
+# socket without SO_REUSEADDR holds it, e.g. in TIME_WAIT for 60 s after
+# fi_pingpong's control connection. With no TIME_WAIT sockets, a collision
+# needs a TCP socket open at that moment. iwarp/cm_table's tcp_port_taken
+# shows the collision itself.
+[ "$RXE_TRANSPORT" = siw ] && sysctl -qw net.ipv4.tcp_max_tw_buckets=0
 
 env -i PATH="$PATH" HOME=/root USER=root LOGNAME=root SHELL=/bin/bash TERM=dumb LANG=C.UTF-8 \
 	RXE_DEV="$DEV" RXE_NETDEV=eth0 RXE_TRANSPORT="$RXE_TRANSPORT" RXE_IP="$RXE_IP" RXE_IP6="$RXE_IP6" \

@@ -45,7 +45,7 @@ ibv_qp_init_attr rc_attr() {
   return a;
 }
 
-bool Pair::open(uint16_t port, rdma_port_space ps) {
+bool Pair::open(uint16_t port, rdma_port_space ps, uint16_t client_port) {
   sch = rdma_create_event_channel();
   cch = rdma_create_event_channel();
   if (!sch || !cch) {
@@ -65,7 +65,9 @@ bool Pair::open(uint16_t port, rdma_port_space ps) {
     ret("open: rdma_listen", r);
     return false;
   }
-  if (int r = rdma_resolve_addr(client, nullptr, reinterpret_cast<sockaddr*>(&a), 2000)) {
+  sockaddr_in from = device_addr(client_port);
+  if (int r = rdma_resolve_addr(client, client_port ? reinterpret_cast<sockaddr*>(&from) : nullptr,
+                                reinterpret_cast<sockaddr*>(&a), 2000)) {
     ret("open: rdma_resolve_addr", r);
     return false;
   }
@@ -79,7 +81,7 @@ bool Pair::open(uint16_t port, rdma_port_space ps) {
 
 bool Pair::connect(rdma_conn_param* cparam, rdma_conn_param* aparam) {
   ibv_qp_init_attr qa = rc_attr();
-  if (int r = rdma_create_qp(client, nullptr, &qa)) {
+  if (int r = client->qp ? 0 : rdma_create_qp(client, nullptr, &qa)) {
     ret("client rdma_create_qp", r);
     return false;
   }

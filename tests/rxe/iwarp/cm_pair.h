@@ -30,9 +30,10 @@ struct Pair {
   bool connected = false;
 
   // Listener bound to the device's address on `port` and listening; client
-  // resolved to it (address and route). false if a step failed (printed).
-  bool open(uint16_t port, rdma_port_space ps = RDMA_PS_TCP);
-  // The usual connection: client QP, connect with cparam, the request
+  // resolved to it (address and route) from `client_port` (0: the kernel's
+  // choice). false if a step failed (printed).
+  bool open(uint16_t port, rdma_port_space ps = RDMA_PS_TCP, uint16_t client_port = 0);
+  // The usual connection: client QP (unless it has one), connect with cparam, the request
   // (printed), server QP, accept with aparam, both ESTABLISHED (printed).
   // Private data seeds: 0x11 the client's, 0x22 the server's.
   bool connect(rdma_conn_param* cparam, rdma_conn_param* aparam);

@@ -16,13 +16,16 @@
 // private data (255 bytes: CONNECT_ERROR -EINVAL); read depths are what MPA
 // negotiated, each side seeing the other's; the GIDs come from the MAC
 // address, read on bound and requested ids whatever the transport; no UD,
-// no multicast. siw's ibv_query_qp reports no state (always RESET): the QP
+// no multicast; an id's port is a TCP port (a TCP socket holding the
+// client's makes rdma_connect EADDRINUSE). siw's ibv_query_qp reports no state (always RESET): the QP
 // lines compare the read depths it does report.
 //
 //   cm_table BASE_PORT     (RXE_IP: the iWARP device's IPv4 address)
 #include <dlfcn.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -286,6 +289,32 @@ void own_qp() {
   if (cq) ibv_destroy_cq(cq);
 }
 
+// On iWARP an id's port is a TCP port, and siw has no port mapper: a plain
+// TCP socket holding the client's port (bound, or in TIME_WAIT after a
+// close) makes rdma_connect fail EADDRINUSE; once it is gone, the same id
+// connects. The kernel picks a client's port from the range TCP's own
+// ephemeral ports come from, so on siw any TCP traffic on the host can
+// collide with an rdma_connect now and then (rxe-vm's siw boot keeps no
+// TIME_WAIT sockets for that reason).
+void tcp_port_taken() {
+  uint16_t port = begin("tcp_port_taken");
+  uint16_t mine = static_cast<uint16_t>(port + 50);  // unique per case and run
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a = device_addr(mine);
+  ret("tcp socket bind to the client's port", bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a));
+  Pair p;
+  if (p.open(port, RDMA_PS_TCP, mine)) {
+    ibv_qp_init_attr qa = rc_attr();
+    ret("client rdma_create_qp", rdma_create_qp(p.client, nullptr, &qa));
+    ret("client rdma_connect, the port held", rdma_connect(p.client, nullptr));
+    ret("tcp socket close", close(s));
+    s = -1;
+    p.connect(nullptr, nullptr);
+  }
+  p.close();
+  if (s >= 0) close(s);
+}
+
 // The server ends the connection; the client's disconnect after it.
 void server_disconnects() {
   begin("server_disconnects");
@@ -462,6 +491,7 @@ int main(int argc, char** argv) {
   iwt::depths();
   iwt::own_qp();
   iwt::server_disconnects();
+  iwt::tcp_port_taken();
   iwt::options();
   iwt::srq();
   iwt::endpoints();
