@@ -17,8 +17,8 @@
 // negotiated, each side seeing the other's; the GIDs come from the MAC
 // address, read on bound and requested ids whatever the transport; no UD,
 // no multicast; an id's port is a TCP port (a TCP socket holding the
-// client's makes rdma_connect EADDRINUSE). siw's ibv_query_qp reports no state (always RESET): the QP
-// lines compare the read depths it does report.
+// client's makes rdma_connect EADDRINUSE). siw's ibv_query_qp reports no
+// state (always RESET): the QP lines compare the read depths it does report.
 //
 //   cm_table BASE_PORT     (RXE_IP: the iWARP device's IPv4 address)
 #include <dlfcn.h>
