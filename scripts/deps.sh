@@ -8,6 +8,7 @@ PACKAGES=(
   libgtest-dev                               # unit and integration tests
   librdmacm-dev rdmacm-utils                 # rdma-core: the ABI reference and peer tools
   perftest qperf                             # peer tools for the interop tests (ib_send_bw, qperf)
+  libfabric-bin                              # fi_pingpong: libfabric's verbs provider over librdmacm (interop, siw_smoke)
   python3-pyelftools                         # DWARF reader for the ABI layout tests
   mandoc groff-base man-db                   # manual page lint; `man` for the installed manual
   qemu-system-x86 busybox-static kmod cpio ibverbs-utils  # the Soft-RoCE VM (tests/vm/rxe-vm)

@@ -1,8 +1,9 @@
 """Interoperability harness: rdma-core's own, unchanged binaries (rdmacm-utils'
 rping, ucmatose, udaddy, mckey, cmtime, rdma_server/rdma_client,
 rdma_xserver/rdma_xclient; perftest's ib_send_bw -R; qperf -cm1; the rsocket
-tools rstream, riostream, rcopy) run through OUR librdmacm, on a real RDMA
-device (rxe0 in the Soft-RoCE VM).
+tools rstream, riostream, rcopy; libfabric's fi_pingpong over its verbs
+provider) run through OUR librdmacm, on a real RDMA device (rxe0 in the
+Soft-RoCE VM).
 
   run.py interop [--lib PATH] [--reference] [--modes M1,M2,...] [--only REGEX]
                  [--strace] [--keep] [--logdir DIR] [--scale PERCENT] [--deadline SECONDS]
@@ -85,6 +86,10 @@ CASES = [
     # One test per qperf client: see README.md (qperf's own race on a second test).
     'qperf|-cm1 -t 2 rc_lat',
     'qperf|-cm1 -t 2 rc_bw',
+    # libfabric's verbs provider (librdmacm under libfabric.so.1): an MSG
+    # endpoint. Not -e rdm: ofi_rxm over rxe fails fi_enable with EINVAL on
+    # rdma-core's library and ours alike (it passes over siw: rxe.siw_smoke).
+    'fi_pingpong|-p verbs -e msg -I 100 -S 1024',
     # rsockets: rstream's bandwidth/latency run (-S all: sizes from 64 B up),
     # blocking, non-blocking, poll-driven (async), data verified, small
     # buffers, keepalive set, addresses resolved through rdma_getaddrinfo;
@@ -205,6 +210,13 @@ class Interop:
             # library too, so each case runs one test per client.
             c.srv, c.cli = ['qperf', '-lp', p], ['qperf', ip, '-lp', p] + a
             c.ready, c.persist, c.ct, c.check = 'tcp', True, 60, self.check_qperf
+        elif tool == 'fi_pingpong':
+            # Its control channel is TCP (server -B, client -P): the server is
+            # ready once that port listens. The verbs provider's connection is
+            # librdmacm's, called from libfabric.so.1. Every ping is answered
+            # before the next: at least one packet per message, 2 -I in all.
+            c.srv, c.cli = ['fi_pingpong', '-B', p] + a, ['fi_pingpong', '-P', p] + a + [ip]
+            c.ready, c.check, c.min_pkts = 'tcp', self.check_pingpong, 2 * int(arg_after('-I', a))
         elif tool in ('rstream', 'riostream'):
             # One connection, then both sides exit. Each transfer is at least one
             # RDMA write on rxe0: fewer packets than transfers means the bytes went
@@ -335,6 +347,16 @@ class Interop:
             if not self.grep(c, role + '.out', regex):
                 return '%s printed no result line' % role
 
+    def check_pingpong(self, c, a):
+        # "bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec", e.g.
+        # "1k 100 =100 200k 0.82s ...": every ping acknowledged, on both sides.
+        n, size = arg_after('-I', a), int(arg_after('-S', a))
+        label = '%dk' % (size >> 10) if size >= 1024 and size % 1024 == 0 else str(size)
+        regex = r'^%s\s+%s\s+=%s\s' % (label, n, n)
+        for role in ('client', 'server'):
+            if not self.grep(c, role + '.out', regex):
+                return '%s printed no result line for %s x %s' % (role, n, label)
+
     def check_qperf(self, c, a):
         lines = lines_of(c.dir + '/client.out')
         for t, what, regex in (('rc_lat', 'no rc_lat latency result', r'latency *= *[0-9.]+ [mun]?s'),
@@ -447,7 +469,7 @@ class Interop:
             with open('%s/%s.cmd' % (d, role), 'w') as f:
                 f.write(' '.join(argv) + '\n')
         if not shutil.which(c.srv[0]) or not shutil.which(c.cli[0]):
-            c.why = '%s is not installed (apt-get install rdmacm-utils perftest qperf)' % tool
+            c.why = '%s is not installed (apt-get install rdmacm-utils perftest qperf libfabric-bin)' % tool
             return self.finish_case(c, rerun)
         ct, ready = self.tmo(c.ct), self.tmo(20)
         c.sp = core.start(self.build_cmd(c, 'server', c.srv_side, ct + ready + 30, c.srv),
@@ -604,8 +626,8 @@ class Interop:
         ver = lambda p: core.dpkg_version(p) or '?'
         say('interop: ours = %s%s' % (self.want_ours, ' (--reference: rdma-core itself)' if o.reference else ''),
             'interop: system = %s' % self.want_sys,
-            'interop: rdmacm-utils %s, perftest %s, qperf %s; device %s at %s'
-            % (ver('rdmacm-utils'), ver('perftest'), ver('qperf'), core.RXE_DEV, self.ip),
+            'interop: rdmacm-utils %s, perftest %s, qperf %s, libfabric-bin %s; device %s at %s'
+            % (ver('rdmacm-utils'), ver('perftest'), ver('qperf'), ver('libfabric-bin'), core.RXE_DEV, self.ip),
             'interop: %d cases x %d modes (%s); logs in %s' % (len(selected), len(modes), o.modes, self.logroot))
         t_all = now()
         for c in selected:

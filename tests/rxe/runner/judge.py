@@ -69,21 +69,26 @@ def known_race(tool, d, mode, args):
       ib_send_bw: after the control connection its server makes a new listener
       for the data connections, and rdma-core 44's client, rejected with status
       8, crashes in perftest's retry. See tests/rxe/interop/README.md.
-    - rstream -T a on rdma-core's library (a mixed mode): rdma-core 44's rpoll
-      now and then reports POLLHUP while data is still unread, and rstream
-      exits 16 (POLLHUP) on that side without a word (measured with rdma-core
-      on both sides too)."""
+    - rstream -T a on rdma-core's library (a mixed mode, or `reference`:
+      both sides on rdma-core's): rdma-core 44's rpoll now and then reports
+      POLLHUP while data is still unread, and rstream exits 16 (POLLHUP) on
+      that side without a word."""
     if tool == 'qperf':
         hit = _grep(os.path.join(d, 'client.out'), r'^unexpected event from RDMA CM: Event rejected')
     elif tool == 'ib_send_bw':
         hit = _grep(os.path.join(d, 'client.err'), r'^Event: RDMA_CM_EVENT_REJECTED; error: 8\.')
     elif tool == 'rstream':
         s = '%s %s ' % (mode, args)
-        side = ('client' if s.startswith('mixed-srv-ours') and '-T a ' in s else
-                'server' if s.startswith('mixed-cli-ours') and '-T a ' in s else None)
-        rc = _read(os.path.join(d, '%s.rc' % side)) if side else None
-        err = os.path.join(d, '%s.err' % side) if side else ''
-        hit = rc is not None and rc.rstrip('\n') == '16' and not (os.path.exists(err) and os.path.getsize(err) > 0)
+        sides = (['client'] if s.startswith('mixed-srv-ours ') else
+                 ['server'] if s.startswith('mixed-cli-ours ') else
+                 ['server', 'client'] if s.startswith('reference ') else []) if '-T a ' in s else []
+        side, hit = None, False
+        for side in sides:
+            rc = _read(os.path.join(d, '%s.rc' % side))
+            err = os.path.join(d, '%s.err' % side)
+            hit = rc is not None and rc.rstrip('\n') == '16' and not (os.path.exists(err) and os.path.getsize(err) > 0)
+            if hit:
+                break
     else:
         hit = False
     if not hit:

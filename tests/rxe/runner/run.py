@@ -9,6 +9,12 @@
                              STATUS is TOOL's known race at its exit
   run.py judge sanitizer FILE...
                              status 0 if a FILE holds a sanitizer report
+  run.py judge rerun HARNESS CASE WHY DIR TOOL MODE ARGS
+                             status 0 and a RETRY or FLAKY line if the case
+                             that failed with WHY (logs in DIR: server.rc,
+                             client.err ...) is to run once more, else 1
+                             (MODE as interop's, or reference: both sides on
+                             rdma-core's library)
 
 `run.py HARNESS --help` describes a harness's options. The rules that judge a
 failure (a peer's known race, the rerun rule) are judge.py's, one copy for all.
@@ -29,6 +35,8 @@ import judge  # noqa: E402
 def judge_cli(args):
     if args[:1] == ['peer-exit-race'] and len(args) in (4, 5):
         return 0 if judge.peer_exit_race(*args[1:]) else 1
+    if args[:1] == ['rerun'] and len(args) == 8:
+        return 0 if judge.judge_rerun(*args[1:]) else 1
     if args[:1] == ['sanitizer'] and len(args) > 1:
         return 0 if judge.sanitizer_report(*args[1:]) else 1
     print(__doc__, file=sys.stderr)
