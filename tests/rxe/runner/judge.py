@@ -72,7 +72,13 @@ def known_race(tool, d, mode, args):
     - rstream -T a on rdma-core's library (a mixed mode, or `reference`:
       both sides on rdma-core's): rdma-core 44's rpoll now and then reports
       POLLHUP while data is still unread, and rstream exits 16 (POLLHUP) on
-      that side without a word."""
+      that side without a word.
+    - fi_pingpong -e rdm (libfabric 1.17's ofi_rxm over verbs): after its
+      result row, a side dies of SIGSEGV inside libfabric.so.1 as it tears
+      its endpoints down (libfabric's handler prints a backtrace and exits
+      1). Seen on siw with rdma-core's library on both sides and with ours;
+      the sign: that side's result row, then "terminated with signal 11",
+      and no frame of the backtrace outside libfabric, fi_pingpong and libc."""
     if tool == 'qperf':
         hit = _grep(os.path.join(d, 'client.out'), r'^unexpected event from RDMA CM: Event rejected')
     elif tool == 'ib_send_bw':
@@ -89,10 +95,24 @@ def known_race(tool, d, mode, args):
             hit = rc is not None and rc.rstrip('\n') == '16' and not (os.path.exists(err) and os.path.getsize(err) > 0)
             if hit:
                 break
+    elif tool == 'fi_pingpong':
+        side, hit = None, False
+        for side in (['server', 'client'] if '-e rdm' in args else []):
+            text = ''.join(_read(os.path.join(d, '%s.%s' % (side, f))) or '' for f in ('out', 'err'))
+            frames = re.findall(r'^(\S+)\(\S*\)\[0x[0-9a-f]+\]$', text, re.M)
+            hit = (re.search(r'^1k +20 +=20 +40k ', text, re.M) is not None and
+                   re.search(r'terminated with signal 11 at PC=', text) is not None and
+                   bool(frames) and 'libfabric.so' in frames[0] and
+                   all(re.search(r'libfabric\.so|/fi_pingpong$|^fi_pingpong$|libc\.so', f) for f in frames))
+            if hit:
+                break
     else:
         hit = False
     if not hit:
         return None
+    if tool == 'fi_pingpong':
+        return ("fi_pingpong -e rdm's %s died of SIGSEGV inside libfabric after its result row "
+                "(libfabric 1.17's rxm teardown; seen on rdma-core's library too)" % side)
     if tool == 'rstream':
         return ("rdma-core's rstream on rdma-core's library (%s) exited 16: its rpoll reported "
                 "POLLHUP with data unread (rdma-core 44's own race)" % side)
