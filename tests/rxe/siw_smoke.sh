@@ -33,8 +33,10 @@
 # rdma-core's rping exiting 255 from its known race after its pings is
 # FORGIVEN; a failed pair runs once more (a `FLAKY siw_smoke <case>:` line;
 # `RETRY siw_smoke <case>:` for rdma-core's rstream -T a exiting 16 on
-# rdma-core's side, its rpoll's known race), except when a process loaded the
-# wrong library, the bytes did not cross siw, or judge.py's rule forbids it.
+# rdma-core's side, its rpoll's known race, and for fi_pingpong -e rdm dying
+# inside libfabric after its result row), except when a process loaded the
+# wrong library, the bytes did not cross siw, or judge.py's rule forbids it
+# (a crash libfabric caught is named as the signal it was).
 set -u
 LIB=''
 while [ $# -gt 0 ]; do
