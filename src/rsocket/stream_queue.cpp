@@ -3,8 +3,9 @@
 // plain for riowrite), credits and control messages, and taking what
 // completed (CompletionWait's reap, arm and sleep_on_cq).
 //
-// Completions: every send is signalled but data messages, of which only some
-// are (send_signal.h; rdma-core 44 signals every send).
+// Completions: every send is signalled but data messages, of which only one
+// in kSignalEvery is, or one that leaves the send queue or send buffer half
+// used or more, or no control slot free (rdma-core 44 signals every send).
 // A signalled send's completion also gives back what the quiet ones before
 // it held (RC completes a queue's sends in order): it "adopts" them
 // (kAdoptsFlag; what it adopted waits in adopted_, in posting order). So a
@@ -18,7 +19,6 @@
 #include <cstring>
 
 #include "core/cm.h"
-#include "rsocket/send_signal.h"
 #include "rsocket/stream.h"
 
 namespace rdmacm::rsocket {
@@ -28,6 +28,7 @@ constexpr uint64_t kRecvFlag = 1ull << 63;     // a receive's wr_id (| its messa
 constexpr uint64_t kMsgSendFlag = 1ull << 62;  // the SEND that follows a write on iWARP
 constexpr uint64_t kAdoptsFlag = 1ull << 61;   // gives back the quiet sends before it
 constexpr uint64_t kDataFlag = 1ull << 60;     // a data message's: nothing of its own to give back
+constexpr int kSignalEvery = 64;
 
 }  // namespace
 
@@ -48,10 +49,9 @@ int StreamSocket::post(ibv_send_wr& wr) {
 StreamSocket::Signal StreamSocket::data_signal(uint32_t len) {
   quiet_.wrs += message_wrs();
   quiet_.bytes += static_cast<int>(len);
-  return signal_data({quiet_.wrs, sqe_avail_, sizes_.sq_size, sbuf_bytes_avail_, sizes_.sbuf_size,
-                      ctrl_available()})
-             ? Signal::data
-             : Signal::quiet;
+  bool signal = quiet_.wrs >= kSignalEvery || sqe_avail_ < sizes_.sq_size / 2 ||
+                sbuf_bytes_avail_ < static_cast<int>(sizes_.sbuf_size / 2) || !ctrl_available();
+  return signal ? Signal::data : Signal::quiet;
 }
 
 // Before a wait for every send to end: a signalled write of no bytes to the
