@@ -303,8 +303,11 @@ int StreamSocket::take_completions() {
   int ret, taken = 0;
   while ((ret = ibv_poll_cq(id_->recv_cq, 1, &wc)) > 0) {
     if (wc.wr_id & kRecvFlag) {
-      // After a disconnect or a violation, what is left is flushed unread.
-      if (!(state_ & kConnected)) continue;
+      // What the peer delivered before it left is read, even when its
+      // disconnect was taken first (the service thread takes it at once,
+      // maybe before anyone looked at the CQ); after the disconnect a failed
+      // receive is our flush. After a violation nothing more is read.
+      if (!(state_ & kConnected) && (wc.status != IBV_WC_SUCCESS || (state_ & kError))) continue;
       ++taken;
       const char* why = nullptr;
       if (int err = take_message(wc, &why)) end_connection(err, why);
