@@ -251,8 +251,14 @@ int StreamSocket::connect(const sockaddr* addr, socklen_t len) {
     if (state_ == kInit || state_ == kBound) std::memcpy(&id_->route.addr.dst_addr, addr, len);
   }
   int err = advance_connect();
-  if (err == -EINPROGRESS && !in_service_ && !watch(Watch::connections, this))
-    in_service_ = true;
+  // The connection service follows a non-blocking handshake and, as for an
+  // accepted connection, the disconnect of every connection: a peer that
+  // dies wakes a reader asleep on the CQ (rdma-core 44 leaves it asleep).
+  bool connected = !err && (state_ & kConnected);
+  if ((err == -EINPROGRESS || connected) && !in_service_) {
+    if (connected && !(fd_flags_ & O_NONBLOCK)) set_fd_nonblocking(id_->channel->fd, true);
+    if (!watch(Watch::connections, this)) in_service_ = true;
+  }
   return err;
 }
 

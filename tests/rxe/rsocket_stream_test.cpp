@@ -279,6 +279,41 @@ TEST(RsocketStream, AKilledPeerWakesABlockedReader) {
   rclose(l);
 }
 
+// The same with ours as the client of a blocking rconnect: rdma-core's rstream
+// as the server, killed while our reader waits.
+TEST(RsocketStream, AKilledServerWakesABlockedClientReader) {
+  if (reference()) GTEST_SKIP() << "rdma-core leaves the reader asleep (measured: over 60 s)";
+  std::string ip = device_ip();
+  const char* argv[] = {"rstream", "-b", ip.c_str(), "-p", "7612", "-C", "100000", "-S", "65536", nullptr};
+  char* envp[] = {nullptr};
+  pid_t pid = -1;
+  ASSERT_EQ(posix_spawnp(&pid, "rstream", nullptr, nullptr, const_cast<char**>(argv), envp), 0);
+  int s = -1;
+  sockaddr_in a = device_addr(7612);
+  auto until = std::chrono::steady_clock::now() + scaled(20s);
+  while (std::chrono::steady_clock::now() < until) {  // until rstream listens
+    s = rsocket(AF_INET, SOCK_STREAM, 0);
+    if (rconnect(s, sa(&a), sizeof(a)) == 0) break;
+    rclose(s);
+    s = -1;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_GE(s, 0) << "rstream never listened";
+  char sync[16] = {};
+  ASSERT_EQ(rsend(s, sync, sizeof(sync), 0), 16);  // rstream's handshake
+  ASSERT_EQ(recv_all(s, sync, sizeof(sync)), 16);
+  ssize_t got = 1;
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread reader([&] { got = rrecv(s, sync, sizeof(sync), 0); });  // nothing will come
+  std::this_thread::sleep_for(300ms);
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  reader.join();  // a hang here is the failure (the watchdog names it)
+  EXPECT_LE(got, 0);
+  EXPECT_LT(seconds_since(t0), scaled_s(30));
+  rclose(s);
+}
+
 TEST(RsocketStream, ClosingOnAStoppedPeerReturnsAtOnce) {
   if (reference()) GTEST_SKIP() << "rdma-core's rclose waits for its sends without a bound";
   int l = listener(7609);
