@@ -33,6 +33,10 @@
 #                  libsend_copies.so: libc copy calls (memcpy, memmove, mempcpy)
 #                  made inside its send calls, bytes per byte those calls sent;
 #                  inlined copies and other threads' are not seen
+#   blocking       the bandwidth runs again with -T b (blocking sends), and
+#                  ours once more with RSOCKET_ZCOPY_MIN=65536 (rsocket(7):
+#                  sends of 64 KiB and up go from the caller's buffer; only
+#                  blocking sends can), with its copied/sent
 #   preload        iperf3 -l 64K -t S (Gb/s, receiver); sockperf ping-pong
 #                  --tcp -m 64 -t S (mean one-way us); both ends preloaded (or
 #                  neither: kernel TCP, loopback in this host, no wire); a
@@ -134,8 +138,8 @@ rs() {
 	local col=$1 lib=$2 prog=$3 port=$4 fig=$5 field=$6 v='' line
 	shift 6
 	if pair "$prog $* ($col, run $n)" "$port" \
-			-- env LD_PRELOAD="$lib" "$prog" -b "$IP" -p "$port" "$@" \
-			-- env LD_PRELOAD="$lib" "$prog" -s "$IP" -p "$port" "$@"; then
+			-- env $ZC LD_PRELOAD="$lib" "$prog" -b "$IP" -p "$port" "$@" \
+			-- env $ZC LD_PRELOAD="$lib" "$prog" -s "$IP" -p "$port" "$@"; then
 		line=$(tail -n 1 "$out/cli")
 		if [[ $line =~ $RSTREAM_RESULT_RE ]]; then
 			v=$(awk -v f="$field" '{ print $f }' <<< "$line")
@@ -147,19 +151,20 @@ rs() {
 	record "$col" "$fig" "$v"
 }
 
-# copies COLUMN LIBRARY PORT: the rstream client's send calls under
-# libsend_copies.so (64 KiB, COPYN sends); bytes copied per byte sent.
+# copies COLUMN LIBRARY PORT FIGURE [ARGS...]: the rstream client's send
+# calls under libsend_copies.so (64 KiB, COPYN sends); bytes copied per byte sent.
 copies() {
-	local col=$1 lib=$2 port=$3 v=''
+	local col=$1 lib=$2 port=$3 fig=$4 v=''
+	shift 4
 	rm -f "$out/copies"
 	if pair "rstream under libsend_copies.so ($col, run $n)" "$port" \
-			-- env LD_PRELOAD="$lib" rstream -b "$IP" -p "$port" -S 65536 -C "$COPYN" \
-			-- env LD_PRELOAD="$COPIES $lib" SEND_COPIES_OUT="$out/copies" \
-				rstream -s "$IP" -p "$port" -S 65536 -C "$COPYN"; then
+			-- env $ZC LD_PRELOAD="$lib" rstream -b "$IP" -p "$port" -S 65536 -C "$COPYN" "$@" \
+			-- env $ZC LD_PRELOAD="$COPIES $lib" SEND_COPIES_OUT="$out/copies" \
+				rstream -s "$IP" -p "$port" -S 65536 -C "$COPYN" "$@"; then
 		v=$(awk '$2 > 0 { printf "%.3f", $1 / $2 }' "$out/copies" 2>/dev/null)
 		[ -n "$v" ] || echo "libsend_copies.so counted no bytes sent ($col): $(cat "$out/copies" 2>/dev/null)" >&2
 	fi
-	record "$col" copies "$v"
+	record "$col" "$fig" "$v"
 }
 
 # The preload columns' environments (common.sh's start and client).
@@ -211,7 +216,19 @@ column() {
 	rs "$1" "$lib" rstream $((port += 1)) lat 8 -S 64 -C 1 -I "$COUNT"
 	rs "$1" "$lib" rstream $((port += 1)) latb 8 -S 64 -C 1 -I "$COUNT" -T b
 	rs "$1" "$lib" riostream $((port += 1)) rio 8 -S 64 -C 1 -I "$COUNT"
-	[ "$COPIES" = none ] || copies "$1" "$lib" $((port += 1))
+	[ "$COPIES" = none ] || copies "$1" "$lib" $((port += 1)) copies
+	# Blocking sends, and ours with zero-copy sends (RSOCKET_ZCOPY_MIN):
+	# rstream's defaults are non-blocking, which never go zero-copy.
+	rs "$1" "$lib" rstream $((port += 1)) bw64b 7 -S 65536 -C "$COUNT" -T b
+	rs "$1" "$lib" rstream $((port += 1)) bw1mb 7 -S 1048576 -C "$BIG" -T b
+	if [ "$1" = ours ]; then
+		ZC=RSOCKET_ZCOPY_MIN=65536
+		rs zc "$lib" rstream $((port += 1)) bw64b 7 -S 65536 -C "$COUNT" -T b
+		rs zc "$lib" rstream $((port += 1)) bw1mb 7 -S 1048576 -C "$BIG" -T b
+		[ "$COPIES" = none ] || copies zc "$lib" $((port += 1)) copiesb -T b
+		ZC=
+	fi
+	[ "$COPIES" = none ] || copies "$1" "$lib" $((port += 1)) copiesb -T b
 	if [ "$PRELOAD" != none ] && { [ "$1" = ours ] || [ "$QUICK" = 0 ]; }; then
 		programs "$1"
 	fi
@@ -220,6 +237,7 @@ column() {
 COLS=(device rdma-core ours)
 [ "$PRELOAD" = none ] || COLS+=(tcp)
 port=24000  # apart from the other benchmarks' ports
+ZC=''       # the environment of ours' zero-copy runs (column()), else empty
 for ((n = 1; n <= RUNS; n++)); do
 	order=("${COLS[@]}")
 	if ((n % 2 == 0)); then
@@ -264,6 +282,25 @@ printf "$fmt" "device by wall clock: 64 B lat (us, <=)" "$(m device lat.wall)" -
 # shellcheck disable=SC2059
 [ "$COPIES" = none ] ||
 	printf "$fmt" "copied per byte sent, 64 KiB" 0 - "$(m rdma-core copies)" "$(m ours copies)" - - "$(ratio "$(m rdma-core copies)" "$(m ours copies)")"
+row "blocking -T b: bandwidth, 64 KiB (Gb/s)" bw64b bw64
+row "blocking -T b: bandwidth, 1 MiB (Gb/s)" bw1mb bw1m
+# zrow LABEL FIGURE DEVICE-FIGURE: ours with zero-copy sends (column zc)
+# against the device and rdma-core's copying sends.
+zrow() {
+	local d r o
+	d=$(m device "$3") r=$(m rdma-core "$2") o=$(m zc "$2")
+	# shellcheck disable=SC2059
+	printf "$fmt" "$1" "$([ "$2" = "$3" ] && echo "$d" || echo "($d)")" - "$r" "$o" \
+		"$(ratio "$d" "$r")" "$(ratio "$d" "$o")" "$(ratio "$r" "$o")"
+}
+zrow "  ours zero-copy: 64 KiB (Gb/s)" bw64b bw64
+zrow "  ours zero-copy: 1 MiB (Gb/s)" bw1mb bw1m
+[ "$COPIES" = none ] || {
+	# shellcheck disable=SC2059
+	printf "$fmt" "  copied per byte sent, 64 KiB -T b" 0 - "$(m rdma-core copiesb)" "$(m ours copiesb)" - - "$(ratio "$(m rdma-core copiesb)" "$(m ours copiesb)")"
+	# shellcheck disable=SC2059
+	printf "$fmt" "  ours zero-copy: copied per byte sent" 0 - "$(m rdma-core copiesb)" "$(m zc copiesb)" - - "$(ratio "$(m rdma-core copiesb)" "$(m zc copiesb)")"
+}
 if [ "$PRELOAD" != none ]; then
 	row "preload: iperf3 -l 64K (Gb/s)" iperf3 bw64
 	row "preload: sockperf ping-pong 64 B (us)" pp lat
@@ -287,7 +324,7 @@ inf=$(cd "$out" && grep -c '^clock$' device.* 2>/dev/null | grep -v ':0$' | tr '
 # Every other run of the device, the two libraries and kernel TCP must have
 # given a number; rdma-core's preload figures may fail.
 bad=$(cd "$out" && grep -HvE '^([0-9.]+|clock)$' device.* 2>/dev/null
-	grep -HvE '^[0-9.]+$' rdma-core.* ours.* tcp.* 2>/dev/null | grep -Ev '^rdma-core\.(iperf3|pp):')
+	grep -HvE '^[0-9.]+$' rdma-core.* ours.* zc.* tcp.* 2>/dev/null | grep -Ev '^rdma-core\.(iperf3|pp):')
 bad=$(sort <<< "$bad" | uniq -c | sed '/^ *1 $/d')
 if [ -n "$bad" ]; then
 	echo "rsocket_speed: failed runs (count, file:result):" >&2

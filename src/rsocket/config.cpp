@@ -1,6 +1,7 @@
 #include "rsocket/config.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 #include "rsocket/protocol.h"
@@ -35,6 +36,8 @@ Config load() {
   read("wmem_default", &c.wmem_default);
   if (c.wmem_default < wire::kSendLowWater) c.wmem_default = wire::kSendLowWater << 1;
   read("iomap_size", &c.iomap_size);
+  read("zcopy_min", &c.zcopy_min);
+  if (const char* env = std::getenv("RSOCKET_ZCOPY_MIN")) c.zcopy_min = std::strtoull(env, nullptr, 0);
   // Only sizes the 8-bit scale can carry.
   c.iomap_size = static_cast<uint16_t>(
       wire::scale_of(static_cast<uint16_t>(wire::value_of(c.iomap_size, 8)), 8) & 0xFF);

@@ -14,6 +14,10 @@ struct Config {
   uint16_t iomap_size = 0;
   uint32_t polling_time = 10;       // microseconds rpoll and blocking calls spin
   int wake_up_interval = 5000;      // milliseconds between rpoll's re-checks
+  // Ours: a blocking send of at least this many bytes goes from the caller's
+  // buffer, not through the send buffer (0: never). File zcopy_min, or the
+  // environment's RSOCKET_ZCOPY_MIN.
+  uint64_t zcopy_min = 0;
 };
 
 // The process's tunables (files read on first use).

@@ -115,7 +115,9 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // stream_io.cpp: the data path; send and recv take one buffer.
   ssize_t recv(void* buf, size_t len, int flags);
   ssize_t send(const void* buf, size_t len, int flags);
-  int write_data(const void* buf, uint32_t length) REQUIRES(cq_mutex_);
+  int send_direct(const uint8_t* in, size_t len, int flags, size_t* done) REQUIRES(send_mutex_);
+  int write_data(const void* buf, uint32_t length, const ibv_mr* direct = nullptr)
+      REQUIRES(cq_mutex_);
 
   // stream_queue.cpp: the QP's traffic.
   friend class CompletionWait<StreamSocket>;
@@ -137,7 +139,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
     int wrs, bytes;  // send-queue entries and send-buffer bytes held
   };
   int post(ibv_send_wr& wr) REQUIRES(cq_mutex_);
-  Signal data_signal(uint32_t len) REQUIRES(cq_mutex_);
+  Signal data_signal(uint32_t sbuf_bytes, bool force) REQUIRES(cq_mutex_);
   void fence_sends() REQUIRES(cq_mutex_);
   // Writes start small (the wire starts while the rest is copied) and double
   // up to kMaxTransfer, across calls (rsend's and riowrite's alike): a stream

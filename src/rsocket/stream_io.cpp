@@ -7,24 +7,65 @@
 #include <cerrno>
 #include <cstring>
 
+#include "rsocket/config.h"
 #include "rsocket/stream.h"
 
 namespace rdmacm::rsocket {
 
 // The target SGE is advanced before the write: once the data lands the peer
-// may hand the same space back with a credit update.
-int StreamSocket::write_data(const void* buf, uint32_t length) {
+// may hand the same space back with a credit update. From the send buffer
+// (a copy), or from the caller's buffer registered as direct (signalled).
+int StreamSocket::write_data(const void* buf, uint32_t length, const ibv_mr* direct) {
   ++sseq_no_;
   sqe_avail_ -= message_wrs();
-  sbuf_bytes_avail_ -= static_cast<int>(length);
+  if (!direct) sbuf_bytes_avail_ -= static_cast<int>(length);
   wire::Sge& target = target_sgl_[target_sge_];
   uint64_t addr = target.addr;
   uint32_t rkey = target.key;
   target.addr += length;
   target.length -= length;
   if (!target.length && ++target_sge_ == wire::kTargetSglSize) target_sge_ = 0;
-  return post_from_sbuf(buf, length, wire::imm(wire::Op::data, length), addr, rkey, true,
-                        data_signal(length));
+  uint32_t imm = wire::imm(wire::Op::data, length);
+  if (!direct) return post_from_sbuf(buf, length, imm, addr, rkey, true, data_signal(length, false));
+  ibv_sge sge{reinterpret_cast<uintptr_t>(buf), length, direct->lkey};
+  return post_write(&sge, 1, imm, 0, addr, rkey, true, data_signal(0, true));
+}
+
+// A blocking send of zcopy_min bytes or more (config.h) goes from the
+// caller's buffer straight into the peer's receive buffer: no copy into ours.
+// Piece by piece, each at most kMaxPinned bytes: registered, written, waited
+// for until every write completed (the caller may reuse its buffer the moment
+// rsend returns, as send(2) promises: the device reads it until then), and
+// deregistered. So a call pins at most kMaxPinned of the caller's memory, and
+// nothing stays registered after it: no cache to go stale when the caller
+// frees or remaps the buffer. *done counts the bytes sent; a registration
+// that fails (RLIMIT_MEMLOCK, a mapping the device cannot pin) stops early
+// with no error, and the caller sends the rest through the send buffer.
+int StreamSocket::send_direct(const uint8_t* in, size_t len, int flags, size_t* done) {
+  constexpr size_t kMaxPinned = 4 << 20;
+  constexpr uint32_t kMaxDirectWrite = 1 << 20;
+  *done = 0;
+  int ret = 0;
+  while (!ret && *done < len) {
+    size_t piece = std::min(len - *done, kMaxPinned);
+    ibv_mr* mr = ibv_reg_mr(id_->pd, const_cast<uint8_t*>(in), piece, 0);
+    if (!mr) break;
+    size_t sent = 0;
+    while (sent < piece) {
+      if ((ret = wait_send_room(flags))) break;
+      LockGuard cq(cq_mutex_);
+      auto size = static_cast<uint32_t>(
+          std::min<size_t>({piece - sent, target_sgl_[target_sge_].length, kMaxDirectWrite}));
+      if ((ret = write_data(in + sent, size, mr))) break;
+      sent += size;
+    }
+    while (wait(&StreamSocket::all_sends_done, false) == -EINTR) {
+    }
+    ibv_dereg_mr(mr);
+    *done += sent;
+    in += sent;
+  }
+  return ret;
 }
 
 // Data still queued after the peer disconnected is handed out.
@@ -110,6 +151,17 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
   auto* in = static_cast<const uint8_t*>(buf);
   size_t left = len;
   int ret = 0;
+  uint64_t direct_min = config().zcopy_min;
+  // Where fork-safety marks registered pages DONTFORK (old kernels), a
+  // caller's buffer is never registered: it shares pages with its heap.
+  if (direct_min && len >= direct_min && !nonblocking(flags) &&
+      ibv_is_fork_initialized() != IBV_FORK_ENABLED) {
+    size_t done;
+    ret = send_direct(in, len, flags, &done);
+    if (ret || done == len) return ret && !done ? ret : static_cast<ssize_t>(done);
+    in += done;
+    left -= done;
+  }
   while (left) {
     if ((ret = wait_send_room(flags))) break;
     uint32_t size = next_write_size(left);

@@ -45,11 +45,12 @@ int StreamSocket::post(ibv_send_wr& wr) {
   return err > 0 ? -err : err;
 }
 
-// A data message of len bytes: signalled, or quiet (see above).
-StreamSocket::Signal StreamSocket::data_signal(uint32_t len) {
+// A data message holding sbuf_bytes of the send buffer: signalled (force:
+// always), or quiet (see above).
+StreamSocket::Signal StreamSocket::data_signal(uint32_t sbuf_bytes, bool force) {
   quiet_.wrs += message_wrs();
-  quiet_.bytes += static_cast<int>(len);
-  bool signal = quiet_.wrs >= kSignalEvery || sqe_avail_ < sizes_.sq_size / 2 ||
+  quiet_.bytes += static_cast<int>(sbuf_bytes);
+  bool signal = force || quiet_.wrs >= kSignalEvery || sqe_avail_ < sizes_.sq_size / 2 ||
                 sbuf_bytes_avail_ < static_cast<int>(sizes_.sbuf_size / 2) || !ctrl_available();
   return signal ? Signal::data : Signal::quiet;
 }

@@ -73,7 +73,7 @@ class ConfigFiles : public ::testing::Test {
     for (const std::string& f : files_) unlink((dir_ + "/" + f).c_str());
     rmdir(dir_.c_str());
     unsetenv(kDirVariable);
-    for (const char* v : {"RS_SQ_SIZE", "RS_RQ_SIZE", "RS_INLINE", "RDMAV_FORK_SAFE"})
+    for (const char* v : {"RS_SQ_SIZE", "RS_RQ_SIZE", "RS_INLINE", "RDMAV_FORK_SAFE", "RSOCKET_ZCOPY_MIN"})
       unsetenv(v);
   }
   void write(const char* name, const std::string& text) {
@@ -92,9 +92,10 @@ class ConfigFiles : public ::testing::Test {
 // What the rsocket tunables came to, on stderr, then the copy's end.
 [[noreturn]] void report_rsocket_config() {
   const rdmacm::rsocket::Config& c = rdmacm::rsocket::config();
-  fprintf(stderr, "mem %u wmem %u inline %u sq %u rq %u iomap %u polling %u wake %d\n",
+  fprintf(stderr, "mem %u wmem %u inline %u sq %u rq %u iomap %u polling %u wake %d zcopy %llu\n",
           c.mem_default, c.wmem_default, c.inline_default, c.sqsize_default, c.rqsize_default,
-          c.iomap_size, c.polling_time, c.wake_up_interval);
+          c.iomap_size, c.polling_time, c.wake_up_interval,
+          static_cast<unsigned long long>(c.zcopy_min));
   fflush(stderr);
   _exit(0);
 }
@@ -103,7 +104,7 @@ class ConfigFiles : public ::testing::Test {
   EXPECT_EXIT(report_rsocket_config(), ::testing::ExitedWithCode(0), line "\n")
 
 TEST_F(ConfigFiles, RsocketDefaultsWithoutFiles) {
-  EXPECT_RSOCKET_CONFIG("mem 131072 wmem 131072 inline 64 sq 384 rq 384 iomap 0 polling 10 wake 5000");
+  EXPECT_RSOCKET_CONFIG("mem 131072 wmem 131072 inline 64 sq 384 rq 384 iomap 0 polling 10 wake 5000 zcopy 0");
 }
 
 TEST_F(ConfigFiles, RsocketReadsEveryFile) {
@@ -115,7 +116,15 @@ TEST_F(ConfigFiles, RsocketReadsEveryFile) {
   write("iomap_size", "64\n");
   write("polling_time", "0\n");
   write("wake_up_interval", "250 ms\n");  // the number, then anything
-  EXPECT_RSOCKET_CONFIG("mem 65536 wmem 32768 inline 200 sq 100 rq 300 iomap 64 polling 0 wake 250");
+  EXPECT_RSOCKET_CONFIG("mem 65536 wmem 32768 inline 200 sq 100 rq 300 iomap 64 polling 0 wake 250 zcopy 0");
+}
+
+// Ours: the zero-copy threshold, from its file or (winning) the environment.
+TEST_F(ConfigFiles, RsocketZeroCopyMinimumFromFileOrEnvironment) {
+  write("zcopy_min", "65536\n");
+  EXPECT_RSOCKET_CONFIG("mem 131072 wmem 131072 inline 64 sq 384 rq 384 iomap 0 polling 10 wake 5000 zcopy 65536");
+  setenv("RSOCKET_ZCOPY_MIN", "0x100000", 1);
+  EXPECT_RSOCKET_CONFIG("mem 131072 wmem 131072 inline 64 sq 384 rq 384 iomap 0 polling 10 wake 5000 zcopy 1048576");
 }
 
 // A file with no number leaves the default; an empty one too.
@@ -124,7 +133,7 @@ TEST_F(ConfigFiles, RsocketFilesWithoutANumberKeepTheDefaults) {
   write("inline_default", "");
   write("sqsize_default", "#512\n");
   write("wake_up_interval", "\n\n");
-  EXPECT_RSOCKET_CONFIG("mem 131072 wmem 131072 inline 64 sq 384 rq 384 iomap 0 polling 10 wake 5000");
+  EXPECT_RSOCKET_CONFIG("mem 131072 wmem 131072 inline 64 sq 384 rq 384 iomap 0 polling 10 wake 5000 zcopy 0");
 }
 
 // rdma-core 44's floors: a receive buffer of at least 1 byte; a send buffer
@@ -132,7 +141,7 @@ TEST_F(ConfigFiles, RsocketFilesWithoutANumberKeepTheDefaults) {
 TEST_F(ConfigFiles, RsocketBufferFloors) {
   write("mem_default", "0\n");
   write("wmem_default", "2047\n");
-  EXPECT_RSOCKET_CONFIG("mem 1 wmem 4096 inline 64 sq 384 rq 384 iomap 0 polling 10 wake 5000");
+  EXPECT_RSOCKET_CONFIG("mem 1 wmem 4096 inline 64 sq 384 rq 384 iomap 0 polling 10 wake 5000 zcopy 0");
 }
 
 // Numbers too wide for their field are cut to it, and negative ones wrap, as
@@ -143,7 +152,7 @@ TEST_F(ConfigFiles, RsocketNumbersAreCutToTheirField) {
   write("rqsize_default", "-1\n");
   write("wmem_default", "4294967296\n");  // 2^32: 0, under the floor
   write("wake_up_interval", "-1\n");
-  EXPECT_RSOCKET_CONFIG("mem 131072 wmem 4096 inline 64 sq 4464 rq 65535 iomap 0 polling 10 wake -1");
+  EXPECT_RSOCKET_CONFIG("mem 131072 wmem 4096 inline 64 sq 4464 rq 65535 iomap 0 polling 10 wake -1 zcopy 0");
 }
 
 // iomap_size is read as the 8-bit scale the wire carries (up to 128 a
@@ -151,11 +160,11 @@ TEST_F(ConfigFiles, RsocketNumbersAreCutToTheirField) {
 // arithmetic: 128 stays, 200 (scale for 72 * 256) stays, 300 becomes 172.
 TEST_F(ConfigFiles, RsocketIomapSizeIsRoundedThroughTheWireScale) {
   write("iomap_size", "128\n");
-  EXPECT_RSOCKET_CONFIG("mem 131072 wmem 131072 inline 64 sq 384 rq 384 iomap 128 polling 10 wake 5000");
+  EXPECT_RSOCKET_CONFIG("mem 131072 wmem 131072 inline 64 sq 384 rq 384 iomap 128 polling 10 wake 5000 zcopy 0");
   write("iomap_size", "200\n");
-  EXPECT_RSOCKET_CONFIG("mem 131072 wmem 131072 inline 64 sq 384 rq 384 iomap 200 polling 10 wake 5000");
+  EXPECT_RSOCKET_CONFIG("mem 131072 wmem 131072 inline 64 sq 384 rq 384 iomap 200 polling 10 wake 5000 zcopy 0");
   write("iomap_size", "300\n");
-  EXPECT_RSOCKET_CONFIG("mem 131072 wmem 131072 inline 64 sq 384 rq 384 iomap 172 polling 10 wake 5000");
+  EXPECT_RSOCKET_CONFIG("mem 131072 wmem 131072 inline 64 sq 384 rq 384 iomap 172 polling 10 wake 5000 zcopy 0");
 }
 
 // What librspreload.so's settings and rules came to for this program
