@@ -441,7 +441,9 @@ size_t baseline_fds = 0;
 }  // namespace
 
 // The library opens the device and its own fds once, on first use: the
-// lingerer's too (a socket closed while connected).
+// lingerer's too (a socket closed while connected), and the state-change
+// broadcast's (rpoll's sleep; the connection service, which watches every
+// connection, announces a disconnect on it).
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   {
     FakeTransport fake;
@@ -457,6 +459,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     require(rconnect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) == 0);
     ibv_qp* qp = fake_last_qp();
     fake_auto_complete(qp, true);
+    pollfd pfd{fd, POLLIN, 0};
+    require(rpoll(&pfd, 1, 1) == 0);  // rpoll's sleep: the state-change broadcast's fd
     rclose(fd);
     // Then the peer closes its end: the lingerer finishes at its next look
     // (not after its 2 s).
