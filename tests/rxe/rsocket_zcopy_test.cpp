@@ -73,7 +73,9 @@ TEST(RsocketZeroCopy, ABufferUnmappedAndMappedAgainAtTheSameAddressSendsItsNewBy
     int flags = MAP_PRIVATE | MAP_ANONYMOUS | (want ? MAP_FIXED_NOREPLACE : 0);
     void* m = mmap(want, kSize, PROT_READ | PROT_WRITE, flags, -1, 0);
     ASSERT_NE(m, MAP_FAILED) << strerror(errno);
-    if (want) ASSERT_EQ(m, want);
+    if (want) {
+      ASSERT_EQ(m, want);
+    }
     want = m;
     fill(static_cast<uint8_t*>(m), kSize, k);
     EXPECT_EQ(rsend(p.client, m, kSize, 0), ssize_t(kSize)) << strerror(errno);
