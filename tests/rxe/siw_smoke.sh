@@ -10,8 +10,8 @@
 # path, called for each batch of iWARP frames a QP's socket has) counts them.
 #
 # rdma-core's rstream (64 KiB transfers; 64 B blocking; rpoll-driven, -T a)
-# and riostream, the same four ways: rsocket streams on iWARP, wire-compatible
-# with rdma-core's.
+# and riostream, the same four ways (-T a: three, see below): rsocket streams
+# on iWARP, wire-compatible with rdma-core's.
 #
 # libfabric's fi_pingpong over its verbs provider (which sets up its
 # connections with librdmacm), the same four ways: an MSG endpoint, and an
@@ -258,6 +258,11 @@ try() {
 
 for tool in rping ucmatose rstream rstream-blocking rstream-async riostream fi_pingpong-msg fi_pingpong-rdm ib_send_bw; do
 	for libs in "sys sys" "ours ours" "ours sys" "sys ours"; do
+		# Not rdma-core on both ends with -T a: rdma-core 44's own rpoll race
+		# (POLLHUP with data unread, DESIGN.md) failed that pair about one run
+		# in three here, and twice in a row in a clean-clone run (FLAKY.md).
+		# Nothing of ours runs in it; rxe's interop runs no such pair either.
+		[ "$tool $libs" = "rstream-async sys sys" ] && continue
 		# shellcheck disable=SC2086
 		pair $tool $libs
 	done
