@@ -93,6 +93,7 @@ int StreamSocket::listen(int backlog) {
   if (state_ == kListening) {
     LockGuard lock(accept_mutex_);
     backlog_ = backlog_limit(backlog);
+    resume_if_room();
     return 0;
   }
   if (int err = core::listen(id_, backlog)) return err;
@@ -109,26 +110,33 @@ int StreamSocket::listen(int backlog) {
   return 0;
 }
 
-// The listener service's: takes each connection request, refuses it beyond
-// the backlog, else answers it and leaves the handshake's end to the
-// connection service (finish_accept), so that no peer holds this thread
-// (rdma-core 44 waits here, for every listener of the process, until the
-// kernel gives up on a peer that never completes the handshake).
+void StreamSocket::resume_if_room() {
+  if (!paused_ || closing_ || unaccepted_.size() >= backlog_) return;
+  // Whatever waits in the kernel makes the channel readable at once.
+  if (!watch(Watch::listeners, this)) paused_ = false;
+}
+
+// The listener service's: takes each connection request while the backlog
+// has room, answers it and leaves the handshake's end to the connection
+// service (finish_accept), so that no peer holds this thread (rdma-core 44
+// waits here, for every listener of the process, until the kernel gives up on
+// a peer that never completes the handshake). Once the backlog is full it
+// stops (paused_): the requests wait in the kernel, unanswered, costing no QP,
+// memory or thread, and are never refused (TCP's accept queue; rdma-core 44's
+// leaves them in the kernel too).
 void StreamSocket::accept_requests() {
   for (;;) {
-    rdma_cm_id* cm_id = nullptr;
-    if (core::get_request(id_, &cm_id)) return;  // none left (EAGAIN)
-    bool full;
     {
       LockGuard lock(accept_mutex_);
-      full = unaccepted_.size() >= backlog_;
+      if (unaccepted_.size() >= backlog_) {
+        if (!paused_) core::trace_rsocket(fd_, "the backlog is full: requests wait in the kernel", EAGAIN);
+        paused_ = true;
+        unwatch(Watch::listeners, this);  // on this thread: does not wait
+        return;
+      }
     }
-    if (full) {
-      core::trace_rsocket(fd_, "a connection request past the backlog", ECONNREFUSED);
-      core::reject(cm_id, nullptr, 0, false);
-      core::destroy_id(cm_id);
-      continue;
-    }
+    rdma_cm_id* cm_id = nullptr;
+    if (core::get_request(id_, &cm_id)) return;  // none left (EAGAIN)
     auto* s = new (std::nothrow) StreamSocket(this);
     const rdma_conn_param& req = cm_id->event->param.conn;
     size_t offset = conn_data_offset(id_);
@@ -200,6 +208,10 @@ void StreamSocket::finish_accept(StreamSocket* s) {
     }
   }
   if (!listed || queued) return;  // not ours any more (the listener closes), or raccept's
+  {
+    LockGuard lock(accept_mutex_);
+    resume_if_room();
+  }
   core::trace_rsocket(s->fd_, "an accepted connection's handshake failed or took too long",
                         s->err_ ? s->err_ : ETIMEDOUT);
   unwatch(Watch::connections, s);
@@ -224,7 +236,7 @@ void StreamSocket::drop_unaccepted() {
 }
 
 int StreamSocket::accept(sockaddr* addr, socklen_t* len) {
-  if (state_ != kListening) return -EBADF;  // as rdma-core 44 answers
+  if (state_ != kListening) return -EINVAL;  // as accept(2) (rdma-core 44: EBADF)
   int fd = -1;
   ssize_t n = ::read(accept_queue_[0], &fd, sizeof(fd));
   if (n < 0) return -errno;
@@ -238,6 +250,7 @@ int StreamSocket::accept(sockaddr* addr, socklen_t* len) {
     s = *it;
     unaccepted_.erase(it);
     s->listener_ = nullptr;
+    resume_if_room();
   }
   if (addr && len) s->peer_name(addr, len);
   return fd;
@@ -310,6 +323,10 @@ int StreamSocket::shutdown(int how) {
 // then sees POLLHUP before it has read the last data (rstream -T a fails on
 // it); its rclose waits without a bound for its sends to complete.
 void StreamSocket::release(std::unique_ptr<File> self) {
+  if (state_ == kListening) {
+    LockGuard lock(accept_mutex_);
+    closing_ = true;  // no raccept or handshake's end watches it again
+  }
   if (in_service_) {
     unwatch(state_ == kListening ? Watch::listeners : Watch::connections, this);
     in_service_ = false;

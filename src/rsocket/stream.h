@@ -111,6 +111,8 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // queued for raccept once connected, else dropped.
   void finish_accept(StreamSocket* s);
   void drop_unaccepted();  // the listener closes: every connection raccept did not take
+  // A paused listener with room again is watched again.
+  void resume_if_room() REQUIRES(accept_mutex_);
 
   // stream_io.cpp: the data path; send and recv take one buffer.
   ssize_t recv(void* buf, size_t len, int flags);
@@ -266,11 +268,17 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // A listener's connections that raccept has not taken yet: accepting (the
   // connection service follows their handshake, for at most
   // kAcceptTimeoutMs) or connected, their fd in accept_queue_. At most
-  // backlog_; more are refused.
+  // backlog_; past it the listener takes no more requests (paused_: the
+  // listener service stops watching it), so that they wait in the kernel, as
+  // TCP's past a full accept queue: the kernel holds as many as rlisten's
+  // backlog unanswered, drops the rest without a word, and the peer's CM sends
+  // them again. raccept, or a handshake that failed, makes room and resumes.
   int accept_queue_[2] = {-1, -1};
-  Mutex accept_mutex_;  // a leaf
+  Mutex accept_mutex_;  // taken before the listener service's own lock, nothing else
   std::vector<StreamSocket*> unaccepted_ GUARDED_BY(accept_mutex_);
-  size_t backlog_ = 0;
+  size_t backlog_ GUARDED_BY(accept_mutex_) = 0;
+  bool paused_ GUARDED_BY(accept_mutex_) = false;   // full: not watched by the listener service
+  bool closing_ GUARDED_BY(accept_mutex_) = false;  // rclose has begun: never watched again
   // One of those: its listener, until raccept takes it (or the listener
   // closes and drops it). Read by the connection service while it is listed.
   StreamSocket* listener_ = nullptr;
