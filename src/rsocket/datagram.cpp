@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <rdma/rsocket.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -44,7 +45,16 @@ DatagramSocket* DatagramSocket::create(int domain, int* err) {
   }
   // The fd is the UDP socket's, as rdma-core 44's (AF_IB has none: EAFNOSUPPORT).
   s->fd_ = kernel_udp_socket(domain, 0);
-  if (s->fd_ < 0 || (s->epfd_ = kernel_epoll()) < 0) {
+  if (s->fd_ < 0 || (s->epfd_ = kernel_epoll()) < 0 ||
+      (s->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+    *err = -errno;
+    delete s;
+    return nullptr;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = nullptr;  // not a QP: the plain datagrams' wake-up
+  if (epoll_ctl(s->epfd_, EPOLL_CTL_ADD, s->wake_fd_, &ev)) {
     *err = -errno;
     delete s;
     return nullptr;
@@ -73,6 +83,7 @@ DatagramSocket::~DatagramSocket() {
   for (auto& qp : qps_) free_qp(qp.release());
   if (fd_ >= 0) ::close(fd_);
   if (epfd_ >= 0) ::close(epfd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
   std::free(sbuf_);
 }
 
@@ -176,14 +187,17 @@ int DatagramSocket::get_dest(const sockaddr* addr, socklen_t len, Dest** out) {
     *out = d;
     return 0;
   }
-  // A peer that leaves the table: no sender holds it (conn_dest_; the UDP
+  // A peer that leaves the table: no sender holds it (conn_dest_, last_dest_; the UDP
   // service holds send_mutex_ while it uses one), no resolution uses it,
   // and every send to it has completed (its AH may go).
   const Dest* held = conn_dest_;
+  const Dest* cached = last_dest_;
   std::unique_ptr<Dest> evicted;
   Dest* d = dests_.add(
       key, qp,
-      [&](const Dest& d) { return &d != held && !d.resolving && d.last_post <= drained; },
+      [&](const Dest& d) {
+        return &d != held && &d != cached && !d.resolving && d.last_post <= drained;
+      },
       &evicted);
   if (!d) return -ENOBUFS;
   ++dests_unsettled_;  // no AH yet
@@ -200,11 +214,17 @@ int DatagramSocket::bind(const sockaddr* addr, socklen_t len) {
   return ::bind(fd_, addr, len) ? -errno : 0;
 }
 
+// A destination with no RDMA path is connected to over plain UDP
+// (datagram_plain.cpp); connecting again replaces the peer, as UDP's.
 int DatagramSocket::connect(const sockaddr* addr, socklen_t len) {
   if (!addr) return -EFAULT;
   if (int err = init_endpoint()) return err;
   LockGuard lock(send_mutex_);
   if (::connect(fd_, addr, len)) return -errno;
+  Addr key;
+  conn_dest_ = nullptr;
+  conn_plain_ = !to_key(addr, len, &key) && no_rdma_path(key);
+  if (conn_plain_) return 0;
   return get_dest(addr, len, &conn_dest_);
 }
 
@@ -262,21 +282,35 @@ ssize_t DatagramSocket::send_ud(Dest* dest, const wire::DsHeader& hdr, const voi
 ssize_t DatagramSocket::send(const void* buf, size_t len, int flags) {
   if (!buf && len) return -EFAULT;
   LockGuard lock(send_mutex_);
+  if (conn_plain_) return send_plain(buf, len, flags, nullptr, 0);
   if (!conn_dest_) return -EDESTADDRREQ;  // rdma-core 44: a NULL dereference
   Dest* dest = conn_dest_;
+  if (answer_plain(dest->addr)) return send_plain(buf, len, flags, nullptr, 0);
   // Also over UDP: the peer's service forwards it as one UD message.
   if (len > dest->qp->max_payload()) return -EMSGSIZE;
   if (dest->over_udp()) return send_udp(dest, buf, len, flags, wire::Op::data);
   return send_ud(dest, dest->qp->hdr, buf, len, flags);
 }
 
-// As UDP: no address on a connected socket sends to its peer.
+// As UDP: no address on a connected socket sends to its peer; an address
+// on one sends there, and the peer stays the peer (rdma-core 44 makes the
+// last address the peer, even on an unconnected socket).
 ssize_t DatagramSocket::send_to(const void* buf, size_t len, int flags, const sockaddr* dst,
                                 socklen_t dst_len) {
   if (!dst && !dst_len) return send(buf, len, flags);
   if (!buf && len) return -EFAULT;
   Addr key;
   if (int err = to_key(dst, dst_len, &key)) return err;
+  if (no_rdma_path(key)) {
+    // The kernel binds an unbound socket at its first send; the service
+    // then reads the answers.
+    if (int err = init_endpoint()) return err;
+    return send_plain(buf, len, flags, dst, dst_len);
+  }
+  if (plain_peers_ > 0) {
+    LockGuard lock(send_mutex_);
+    if (answer_plain(key)) return send_plain(buf, len, flags, dst, dst_len);
+  }
   // Before making a QP for it: one slot holds the header and the payload
   // (rdma-core 44 copies past the slot); the QP's port may allow less
   // (its MTU: checked below).
@@ -285,10 +319,12 @@ ssize_t DatagramSocket::send_to(const void* buf, size_t len, int flags, const so
   if (len > room) return -EMSGSIZE;
   if (int err = init_endpoint()) return err;
   LockGuard lock(send_mutex_);
-  if (!conn_dest_ || std::memcmp(&key, &conn_dest_->addr, sizeof(key))) {
-    if (int err = get_dest(dst, dst_len, &conn_dest_)) return err;
+  if (!last_dest_ || std::memcmp(&key, &last_dest_->addr, sizeof(key))) {
+    Dest* d;
+    if (int err = get_dest(dst, dst_len, &d)) return err;
+    last_dest_ = d;
   }
-  Dest* dest = conn_dest_;
+  Dest* dest = last_dest_;
   // Also over UDP: the peer's service forwards it as one UD message.
   if (len > dest->qp->max_payload()) return -EMSGSIZE;
   if (dest->over_udp()) return send_udp(dest, buf, len, flags, wire::Op::data);

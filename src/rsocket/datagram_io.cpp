@@ -5,6 +5,7 @@
 // never hangs in ibv_get_cq_event.
 #include <sys/epoll.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -74,6 +75,11 @@ int DatagramSocket::sleep_on_cq(int ms) {
   int taken = 0;
   for (int i = 0; i < n; ++i) {
     auto* qp = static_cast<Qp*>(events[i].data.ptr);
+    if (!qp) {  // the plain datagrams' wake-up (datagram_plain.cpp)
+      uint64_t count;
+      if (::read(wake_fd_, &count, sizeof(count)) > 0) ++taken;
+      continue;
+    }
     ibv_cq* cq;
     void* context;
     if (ibv_get_cq_event(qp->id->recv_cq_channel, &cq, &context)) continue;  // taken meanwhile
@@ -85,7 +91,8 @@ int DatagramSocket::sleep_on_cq(int ms) {
 }
 
 // As rdma-core 44's ds_recvfrom: one message per call, the rest of a message
-// longer than len is dropped (as UDP's).
+// longer than len is dropped (as UDP's); the protocol's messages first, then
+// plain datagrams.
 ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* src,
                                   socklen_t* src_len) {
   if (!buf && len) return -EFAULT;
@@ -98,6 +105,8 @@ ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* sr
     if (int err = wait(&DatagramSocket::have_data, nonblocking(flags))) return err;
     cq.lock();
   }
+  // Plain datagrams when no protocol message waits (datagram_plain.cpp).
+  if (rmsg_head_ == rmsg_tail_) return take_plain(buf, len, flags, src, src_len);
   Received& m = rmsg_[rmsg_head_];
   const uint8_t* slot = m.qp->rbuf + m.offset;
   const auto* hdr = reinterpret_cast<const wire::DsHeader*>(slot);
