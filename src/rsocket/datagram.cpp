@@ -380,6 +380,10 @@ int DatagramSocket::set_option(int level, int name, const void* value, socklen_t
     return 0;
   }
   if (endpoint_) return -EINVAL;
+  // As rdma-core 44's: taken, and nothing on a datagram socket uses them
+  // (no iomap; a route per destination, resolved as it is first used), so
+  // that one set of options applies to every rsocket.
+  if (name == RDMA_IOMAPSIZE || name == RDMA_ROUTE) return 0;
   return sizes_.set(level, name, v) ? 0 : -ENOTSUP;
 }
 

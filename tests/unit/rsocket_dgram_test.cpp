@@ -161,9 +161,15 @@ TEST_F(RsocketDgramTest, Options) {
   EXPECT_ERRNO(rsetsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, 1), EINVAL);
   v = 64;
   EXPECT_EQ(rsetsockopt(fd, SOL_RDMA, RDMA_SQSIZE, &v, sizeof(v)), 0);
+  // As rdma-core 44's: the stream-only ones are taken too, so that a
+  // program applies one set of options to every rsocket.
+  EXPECT_EQ(rsetsockopt(fd, SOL_RDMA, RDMA_IOMAPSIZE, &v, sizeof(v)), 0) << strerror(errno);
+  ibv_path_data path{};
+  EXPECT_EQ(rsetsockopt(fd, SOL_RDMA, RDMA_ROUTE, &path, sizeof(path)), 0) << strerror(errno);
   sockaddr_in a = loopback(0);
   ASSERT_EQ(rbind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
   EXPECT_ERRNO(rsetsockopt(fd, SOL_RDMA, RDMA_SQSIZE, &v, sizeof(v)), EINVAL);
+  EXPECT_ERRNO(rsetsockopt(fd, SOL_RDMA, RDMA_IOMAPSIZE, &v, sizeof(v)), EINVAL);
 }
 
 // Sizes set from one thread while another binds (which fixes them) and reads
