@@ -215,15 +215,29 @@ int DatagramSocket::bind(const sockaddr* addr, socklen_t len) {
 }
 
 // A destination with no RDMA path is connected to over plain UDP
-// (datagram_plain.cpp); connecting again replaces the peer, as UDP's.
+// (datagram_plain.cpp); connecting again replaces the peer, and AF_UNSPEC
+// removes it, as UDP's.
 int DatagramSocket::connect(const sockaddr* addr, socklen_t len) {
   if (!addr) return -EFAULT;
   if (int err = init_endpoint()) return err;
   LockGuard lock(send_mutex_);
   if (::connect(fd_, addr, len)) return -errno;
+  if (addr->sa_family == AF_UNSPEC) {  // as UDP's: no peer any more
+    conn_dest_ = nullptr;
+    conn_plain_ = false;
+    LockGuard cq(cq_mutex_);
+    connected_ = false;
+    return 0;
+  }
   Addr key;
   conn_dest_ = nullptr;
-  conn_plain_ = !to_key(addr, len, &key) && no_rdma_path(key);
+  bool known = !to_key(addr, len, &key);
+  {
+    LockGuard cq(cq_mutex_);
+    connected_ = known;
+    conn_addr_ = key;
+  }
+  conn_plain_ = known && no_rdma_path(key);
   if (conn_plain_) return 0;
   return get_dest(addr, len, &conn_dest_);
 }

@@ -12,8 +12,9 @@
 // UDP) is the application's, as kernel UDP would deliver it, from its
 // source: the service queues it (bounded as the receive buffer) and recv
 // takes it. A destination with no RDMA path (loopback and wildcard
-// addresses: RoCE has no loopback) is sent to over the UDP socket as plain
-// UDP, and so is a peer heard only in plain datagrams (datagram_plain.cpp).
+// addresses: RoCE has no loopback; multicast and broadcast) is sent to over
+// the UDP socket as plain UDP, and so is a peer heard only in plain
+// datagrams (datagram_plain.cpp).
 //
 // A peer is not trusted: the destinations are bounded and a working one is
 // not rebound by a bare claim (datagram_dests.h); a new source's address is
@@ -226,6 +227,8 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
   bool have_data() const REQUIRES(cq_mutex_) {
     return rmsg_head_ != rmsg_tail_ || !plain_.empty();
   }
+  // A message's source is the connected peer (or the socket is not connected).
+  bool from_peer(const wire::DsHeader& hdr) const REQUIRES(cq_mutex_);
   bool nonblocking(int flags) const { return (fd_flags_ & O_NONBLOCK) || (flags & MSG_DONTWAIT); }
 
   int epfd_ = -1;
@@ -270,6 +273,9 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
   size_t plain_bytes_ GUARDED_BY(cq_mutex_) = 0;
   std::deque<Addr> plain_memory_ GUARDED_BY(cq_mutex_);  // most recent last
   std::atomic<size_t> plain_peers_{0};  // plain_memory_'s size, read without the lock
+
+  bool connected_ GUARDED_BY(cq_mutex_) = false;  // connect's address, for from_peer
+  Addr conn_addr_ GUARDED_BY(cq_mutex_){};
 
   std::vector<Received> rmsg_;  // rq_size + 1 slots: head to tail are recv_from's
   int rmsg_head_ GUARDED_BY(cq_mutex_) = 0, rmsg_tail_ GUARDED_BY(cq_mutex_) = 0;

@@ -17,7 +17,8 @@
 namespace rdmacm::rsocket {
 // Under cq_mutex_. Round robin over the QPs, resuming where the last call
 // stopped; a message we have no room to queue is dropped (its receive
-// reposted), as a full UDP socket drops.
+// reposted), as a full UDP socket drops, and so is one from another source
+// than a connected socket's peer, as UDP drops it.
 int DatagramSocket::reap() {
   if (qps_.empty()) return 0;
   size_t n = qps_.size();
@@ -34,9 +35,11 @@ int DatagramSocket::reap() {
       if (wc.wr_id & kRecvFlag) {
         // byte_len is the device's word: a message longer than the slot we
         // posted, or too short for a header, is dropped with the rest.
+        // A connected socket takes only its peer's, as UDP's.
         if (rqe_avail_ && wc.status == IBV_WC_SUCCESS && wc.byte_len >= sizeof(ibv_grh) &&
             wc.byte_len - sizeof(ibv_grh) <= wire::kDsSlotSize &&
-            valid_header(qp->rbuf + offset, wc.byte_len - sizeof(ibv_grh))) {
+            valid_header(qp->rbuf + offset, wc.byte_len - sizeof(ibv_grh)) &&
+            from_peer(*reinterpret_cast<const wire::DsHeader*>(qp->rbuf + offset))) {
           --rqe_avail_;
           auto length = static_cast<uint32_t>(wc.byte_len - sizeof(ibv_grh));
           rmsg_[rmsg_tail_] = {qp, offset, length, wc};
@@ -129,6 +132,17 @@ ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* sr
     if (dests_unsettled_ > 0) heard_from(a, taken.qp, taken.wc, grh);
   }
   return static_cast<ssize_t>(len);
+}
+
+bool DatagramSocket::from_peer(const wire::DsHeader& hdr) const {
+  if (!connected_) return true;
+  Addr a = decode_header(hdr);
+  if (a.sa.sa_family != conn_addr_.sa.sa_family) return false;
+  if (a.sa.sa_family == AF_INET)
+    return a.sin.sin_port == conn_addr_.sin.sin_port &&
+           a.sin.sin_addr.s_addr == conn_addr_.sin.sin_addr.s_addr;
+  return a.sin6.sin6_port == conn_addr_.sin6.sin6_port &&
+         !std::memcmp(&a.sin6.sin6_addr, &conn_addr_.sin6.sin6_addr, sizeof(in6_addr));
 }
 
 short DatagramSocket::poll_state(short events) {

@@ -8,11 +8,13 @@
 //   bytes, and a datagram per receive slot), past that dropped, as a full
 //   UDP socket drops. A datagram whose first four bytes happen to be the
 //   tag is taken for the protocol's (rsocket(7), "Datagrams").
-// - A destination with no RDMA path, a loopback or wildcard address (RoCE
-//   has no loopback: no GID names 127.0.0.1 or ::1), is sent to as plain
-//   UDP from the UDP socket, so the datagrams reach a kernel UDP socket or
-//   an rsocket's plain queue at that address, as the kernel would deliver
-//   them (rdma-core 44: ENODEV).
+// - A destination with no RDMA path is sent to as plain UDP from the UDP
+//   socket, so the datagrams reach kernel UDP sockets or rsockets' plain
+//   queues there, as the kernel would deliver them: a loopback or wildcard
+//   address (RoCE has no loopback: no GID names 127.0.0.1 or ::1; rdma-core
+//   44: ENODEV), a multicast or the broadcast address (a UD QP of an
+//   rsocket joins no group; the UDP socket does, with the options the
+//   application set on it).
 // - A peer heard in plain datagrams, and never in the protocol's, with no
 //   working binding (the program at the other end is on kernel UDP), is
 //   answered in plain datagrams: the protocol's header would reach its
@@ -28,18 +30,24 @@
 
 namespace rdmacm::rsocket {
 
+namespace {
+
+bool no_rdma_path4(uint32_t a) {
+  return a == INADDR_ANY || (a >> 24) == IN_LOOPBACKNET || IN_MULTICAST(a) ||
+         a == INADDR_BROADCAST;
+}
+
+}  // namespace
+
 bool DatagramSocket::no_rdma_path(const Addr& dst) {
-  if (dst.sa.sa_family == AF_INET) {
-    uint32_t a = ntohl(dst.sin.sin_addr.s_addr);
-    return a == INADDR_ANY || (a >> 24) == IN_LOOPBACKNET;
-  }
+  if (dst.sa.sa_family == AF_INET) return no_rdma_path4(ntohl(dst.sin.sin_addr.s_addr));
   const in6_addr& a = dst.sin6.sin6_addr;
-  if (IN6_IS_ADDR_UNSPECIFIED(&a) || IN6_IS_ADDR_LOOPBACK(&a)) return true;
+  if (IN6_IS_ADDR_UNSPECIFIED(&a) || IN6_IS_ADDR_LOOPBACK(&a) || IN6_IS_ADDR_MULTICAST(&a))
+    return true;
   if (!IN6_IS_ADDR_V4MAPPED(&a)) return false;
   uint32_t v4;
   std::memcpy(&v4, &a.s6_addr[12], 4);
-  v4 = ntohl(v4);
-  return v4 == INADDR_ANY || (v4 >> 24) == IN_LOOPBACKNET;
+  return no_rdma_path4(ntohl(v4));
 }
 
 void DatagramSocket::queue_plain(const Addr& from, socklen_t from_len, const uint8_t* buf,

@@ -268,6 +268,43 @@ TEST(PreloadDgram, LoopbackBothFamilies) {
   }
 }
 
+// Kernel UDP multicast, both ways: a preloaded sender reaches a group a
+// kernel socket joined; a preloaded socket that joins a group receives a
+// kernel sender's datagrams to it.
+TEST(PreloadDgram, MulticastBothWays) {
+  if (fork_mode()) GTEST_SKIP();
+  ip_mreqn join{};
+  inet_pton(AF_INET, "239.7.7.7", &join.imr_multiaddr);
+  join.imr_address = device_addr(0).sin_addr;
+  sockaddr_in group{};
+  group.sin_family = AF_INET;
+  group.sin_addr = join.imr_multiaddr;
+  for (bool preloaded_sender : {true, false}) {
+    SCOPED_TRACE(preloaded_sender ? "preloaded sender" : "preloaded receiver");
+    uint16_t port = preloaded_sender ? 7670 : 7671;
+    group.sin_port = htons(port);
+    int r = preloaded_sender ? static_cast<int>(syscall(SYS_socket, AF_INET, SOCK_DGRAM, 0))
+                             : socket(AF_INET, SOCK_DGRAM, 0);
+    int s = preloaded_sender ? socket(AF_INET, SOCK_DGRAM, 0)
+                             : static_cast<int>(syscall(SYS_socket, AF_INET, SOCK_DGRAM, 0));
+    sockaddr_in any{};
+    any.sin_family = AF_INET;
+    any.sin_port = htons(port);
+    ASSERT_EQ(bind(r, sa(&any), sizeof any), 0) << strerror(errno);
+    ASSERT_EQ(setsockopt(r, IPPROTO_IP, IP_ADD_MEMBERSHIP, &join, sizeof join), 0)
+        << strerror(errno);
+    ASSERT_EQ(setsockopt(s, IPPROTO_IP, IP_MULTICAST_IF, &join, sizeof join), 0)
+        << strerror(errno);
+    ASSERT_EQ(sendto(s, "group", 5, 0, sa(&group), sizeof group), 5) << strerror(errno);
+    ASSERT_TRUE(readable(r));
+    char buf[8] = {};
+    EXPECT_EQ(recv(r, buf, sizeof buf, 0), 5);
+    EXPECT_STREQ(buf, "group");
+    close(r);
+    close(s);
+  }
+}
+
 // Kernel UDP's answers on an unconnected socket.
 TEST(PreloadDgram, ErrorsOfAnUnconnectedSocket) {
   if (fork_mode()) GTEST_SKIP();

@@ -126,6 +126,45 @@ TEST(RsocketDgramUdp, AKernelSenderIsDeliveredAndAnswered) {
   rclose(r);
 }
 
+// Kernel UDP: a connected socket receives only from its peer.
+TEST(RsocketDgramUdp, AConnectedSocketHearsOnlyItsPeer) {
+  if (reference()) GTEST_SKIP() << "rdma-core 44 takes every source's";
+  int r = rudp_on(7687), peer = rudp_on(7688), stranger = rudp_on(7689);
+  sockaddr_in ra = device_addr(7687), pa = device_addr(7688);
+  // The stranger first talks to r until its datagrams cross rxe0 (a
+  // sender's first ones come over UDP, which a connected UDP socket's
+  // kernel filters already; then over UD).
+  bool over_ud = false;
+  for (int i = 0; i < 50 && !over_ud; i++) {
+    long before = sent_packets();
+    ASSERT_EQ(rsendto(stranger, "s", 1, 0, sa(&ra), sizeof ra), 1) << strerror(errno);
+    ASSERT_TRUE(rreadable(r));
+    char c;
+    ASSERT_EQ(rrecv(r, &c, 1, 0), 1);
+    over_ud = sent_packets() > before;
+  }
+  ASSERT_TRUE(over_ud) << "the stranger never sent over UD";
+  ASSERT_EQ(rconnect(r, sa(&pa), sizeof pa), 0) << strerror(errno);
+  for (int i = 0; i < 4; i++)
+    ASSERT_EQ(rsendto(stranger, "s", 1, 0, sa(&ra), sizeof ra), 1) << strerror(errno);
+  for (int i = 0; i < 4; i++)
+    ASSERT_EQ(rsendto(peer, "p", 1, 0, sa(&ra), sizeof ra), 1) << strerror(errno);
+  for (int i = 0; i < 4; i++) {
+    ASSERT_TRUE(rreadable(r));
+    char c = 0;
+    sockaddr_in from{};
+    socklen_t flen = sizeof from;
+    ASSERT_EQ(rrecvfrom(r, &c, 1, 0, sa(&from), &flen), 1);
+    EXPECT_EQ(c, 'p') << "datagram " << i << " came from another source";
+    EXPECT_EQ(from.sin_port, pa.sin_port);
+  }
+  pollfd p{r, POLLIN, 0};
+  EXPECT_EQ(rpoll(&p, 1, 200), 0) << "a stranger's datagram was delivered";
+  rclose(r);
+  rclose(peer);
+  rclose(stranger);
+}
+
 TEST(RsocketDgramUdp, LoopbackIsReached) {
   if (reference()) GTEST_SKIP() << "rdma-core 44: ENODEV";
   int k = static_cast<int>(syscall(SYS_socket, AF_INET6, SOCK_DGRAM, 0));

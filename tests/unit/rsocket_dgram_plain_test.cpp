@@ -239,6 +239,29 @@ TEST_P(RsocketDgramPlain, ConnectedSendsElsewhereAndKeepsItsPeer) {
   EXPECT_EQ(rclose(r), 0);
 }
 
+// Kernel UDP: connect(AF_UNSPEC) removes the peer (send: EDESTADDRREQ).
+TEST_P(RsocketDgramPlain, ConnectToUnspecRemovesThePeer) {
+  int family = GetParam();
+  Addr pn;
+  int peer = kernel_socket(family, &pn);
+  int r = rsocket(family, SOCK_DGRAM, 0);
+  int ref = static_cast<int>(syscall(SYS_socket, family, SOCK_DGRAM, 0));
+  sockaddr unspec{};
+  unspec.sa_family = AF_UNSPEC;
+  for (int s : {r, ref}) {
+    bool rs = s == r;
+    SCOPED_TRACE(rs ? "rsocket" : "kernel");
+    ASSERT_EQ(rs ? rconnect(s, &pn.sa, len_of(family)) : connect(s, &pn.sa, len_of(family)), 0);
+    EXPECT_EQ(rs ? rsend(s, "x", 1, 0) : send(s, "x", 1, 0), 1) << strerror(errno);
+    EXPECT_EQ(rs ? rconnect(s, &unspec, sizeof unspec) : connect(s, &unspec, sizeof unspec), 0)
+        << strerror(errno);
+    PLAIN_EXPECT_ERRNO(rs ? rsend(s, "x", 1, 0) : send(s, "x", 1, 0), EDESTADDRREQ);
+  }
+  close(ref);
+  close(peer);
+  EXPECT_EQ(rclose(r), 0);
+}
+
 // A flood of plain datagrams the application does not read is bounded as a
 // receive buffer is: the first are kept, the rest dropped. The sender waits
 // after each batch until the rsocket's UDP socket (its fd) is empty: the
