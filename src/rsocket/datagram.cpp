@@ -239,7 +239,9 @@ int DatagramSocket::connect(const sockaddr* addr, socklen_t len) {
   }
   conn_plain_ = known && no_rdma_path(key);
   if (conn_plain_) return 0;
-  return get_dest(addr, len, &conn_dest_);
+  int err = get_dest(addr, len, &conn_dest_);
+  conn_plain_ = err == -ENODEV;  // no RDMA device has our address towards it
+  return conn_plain_ ? 0 : err;
 }
 
 // Over UDP: the peer's service learns our QPN from the header and, for op
@@ -335,7 +337,10 @@ ssize_t DatagramSocket::send_to(const void* buf, size_t len, int flags, const so
   LockGuard lock(send_mutex_);
   if (!last_dest_ || std::memcmp(&key, &last_dest_->addr, sizeof(key))) {
     Dest* d;
-    if (int err = get_dest(dst, dst_len, &d)) return err;
+    int err = get_dest(dst, dst_len, &d);
+    // No RDMA device has the address we would send from: as the kernel's.
+    if (err == -ENODEV) return send_plain(buf, len, flags, dst, dst_len);
+    if (err) return err;
     last_dest_ = d;
   }
   Dest* dest = last_dest_;

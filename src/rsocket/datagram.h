@@ -12,7 +12,8 @@
 // UDP) is the application's, as kernel UDP would deliver it, from its
 // source: the service queues it (bounded as the receive buffer) and recv
 // takes it. A destination with no RDMA path (loopback and wildcard
-// addresses: RoCE has no loopback; multicast and broadcast) is sent to over
+// addresses: RoCE has no loopback; multicast and broadcast; one reached
+// from an address no RDMA device has) is sent to over
 // the UDP socket as plain UDP, and so is a peer heard only in plain
 // datagrams (datagram_plain.cpp).
 //

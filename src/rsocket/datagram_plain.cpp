@@ -14,7 +14,8 @@
 //   address (RoCE has no loopback: no GID names 127.0.0.1 or ::1; rdma-core
 //   44: ENODEV), a multicast or the broadcast address (a UD QP of an
 //   rsocket joins no group; the UDP socket does, with the options the
-//   application set on it).
+//   application set on it), or one we would send to from an address no
+//   RDMA device has (rdma-core 44: ENODEV).
 // - A peer heard in plain datagrams, and never in the protocol's, with no
 //   working binding (the program at the other end is on kernel UDP), is
 //   answered in plain datagrams: the protocol's header would reach its

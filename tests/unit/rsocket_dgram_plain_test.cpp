@@ -8,6 +8,8 @@
 // rdma-core 44: the kernel sender's datagram is dropped, sendto to a
 // loopback address fails (ENODEV), rsendmsg ignores msg_name.
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <rdma/rsocket.h>
@@ -237,6 +239,44 @@ TEST_P(RsocketDgramPlain, ConnectedSendsElsewhereAndKeepsItsPeer) {
   close(peer);
   close(other);
   EXPECT_EQ(rclose(r), 0);
+}
+
+// An address of this host's that no RDMA device has (here none has any):
+// kernel UDP carries the datagrams both ways, sent or connected to.
+TEST(RsocketDgramPlainNoDevice, AnAddressWithoutRdmaIsReachedOverUdp) {
+  ifaddrs* list = nullptr;
+  ASSERT_EQ(getifaddrs(&list), 0);
+  Addr host{};
+  for (ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || (i->ifa_flags & IFF_LOOPBACK))
+      continue;
+    std::memcpy(&host.sin, i->ifa_addr, sizeof(sockaddr_in));
+    break;
+  }
+  freeifaddrs(list);
+  if (!host.sin.sin_family) GTEST_SKIP() << "no IPv4 address but loopback";
+  int k = static_cast<int>(syscall(SYS_socket, AF_INET, SOCK_DGRAM, 0));
+  ASSERT_EQ(bind(k, &host.sa, sizeof(sockaddr_in)), 0) << strerror(errno);
+  socklen_t len = sizeof(host);
+  ASSERT_EQ(getsockname(k, &host.sa, &len), 0);
+  int r = rsocket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_EQ(rsendto(r, "host", 4, 0, &host.sa, sizeof(sockaddr_in)), 4) << strerror(errno);
+  ASSERT_TRUE(readable(k, false));
+  char buf[8] = {};
+  Addr from{};
+  socklen_t flen = sizeof(from);
+  ASSERT_EQ(recvfrom(k, buf, sizeof(buf), MSG_DONTWAIT, &from.sa, &flen), 4);
+  ASSERT_EQ(sendto(k, "back", 4, 0, &from.sa, flen), 4);
+  ASSERT_TRUE(readable(r, true));
+  EXPECT_EQ(rrecv(r, buf, sizeof(buf), 0), 4);
+  int c = rsocket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_EQ(rconnect(c, &host.sa, sizeof(sockaddr_in)), 0) << strerror(errno);
+  ASSERT_EQ(rsend(c, "conn", 4, 0), 4) << strerror(errno);
+  ASSERT_TRUE(readable(k, false));
+  EXPECT_EQ(recv(k, buf, sizeof(buf), MSG_DONTWAIT), 4);
+  close(k);
+  EXPECT_EQ(rclose(r), 0);
+  EXPECT_EQ(rclose(c), 0);
 }
 
 // Kernel UDP: connect(AF_UNSPEC) removes the peer (send: EDESTADDRREQ).
