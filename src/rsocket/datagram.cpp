@@ -137,26 +137,29 @@ int DatagramSocket::init_endpoint() {
   return 0;
 }
 
+// The UDP socket's address, bound to a port now if it was not (rdma-core 44
+// would name port 0 as the source, which no answer reaches).
+int DatagramSocket::bound_name(Addr* name) {
+  socklen_t len = sizeof(*name);
+  if (::getsockname(fd_, &name->sa, &len)) return -errno;
+  if (name->sa.sa_family == AF_INET ? name->sin.sin_port : name->sin6.sin6_port) return 0;
+  Addr any{};
+  any.sa.sa_family = name->sa.sa_family;
+  if (::bind(fd_, &any.sa, sockaddr_len(any.sa.sa_family)) && errno != EINVAL) return -errno;
+  len = sizeof(*name);
+  return ::getsockname(fd_, &name->sa, &len) ? -errno : 0;
+}
+
 // Where datagrams to dst leave from: the UDP socket's address, or when that
 // is a wildcard, the address the kernel routes dst from (with our port).
 int DatagramSocket::source_for(const sockaddr* dst, socklen_t dst_len, Addr* src) {
-  socklen_t len = sizeof(*src);
-  if (::getsockname(fd_, &src->sa, &len)) return -errno;
-  if (src->sa.sa_family == AF_INET ? !src->sin.sin_port : !src->sin6.sin6_port) {
-    // Never bound: bind to a port now (rdma-core 44 would name port 0 as the
-    // source, which no answer reaches).
-    Addr any{};
-    any.sa.sa_family = src->sa.sa_family;
-    if (::bind(fd_, &any.sa, sockaddr_len(any.sa.sa_family)) && errno != EINVAL) return -errno;
-    len = sizeof(*src);
-    if (::getsockname(fd_, &src->sa, &len)) return -errno;
-  }
+  if (int err = bound_name(src)) return err;
   if (!any_addr(*src)) return 0;
   in_port_t port = src->sin.sin_port;  // same offset in sockaddr_in6
   int sock = kernel_udp_socket(dst->sa_family, SOCK_CLOEXEC);
   if (sock < 0) return -errno;
   int err = 0;
-  len = sizeof(*src);
+  socklen_t len = sizeof(*src);
   if (::connect(sock, dst, dst_len) || ::getsockname(sock, &src->sa, &len)) err = -errno;
   ::close(sock);
   src->sin.sin_port = port;
@@ -181,7 +184,7 @@ int DatagramSocket::get_dest(const sockaddr* addr, socklen_t len, Dest** out) {
   Addr src_key;
   to_key(&src.sa, sockaddr_len(src.sa.sa_family), &src_key);
   Qp* qp = nullptr;
-  if (int err = get_qp(src_key, &qp)) return err;
+  if (int err = get_rdma_qp(src_key, &qp)) return err;
   // The destination may be the QP just made (sending to ourselves).
   if (Dest* d = dests_.find(key)) {
     *out = d;
@@ -237,7 +240,7 @@ int DatagramSocket::connect(const sockaddr* addr, socklen_t len) {
     connected_ = known;
     conn_addr_ = key;
   }
-  conn_plain_ = known && no_rdma_path(key);
+  conn_plain_ = known && plain_path(key);
   if (conn_plain_) return 0;
   int err = get_dest(addr, len, &conn_dest_);
   conn_plain_ = err == -ENODEV;  // no RDMA device has our address towards it
@@ -317,29 +320,21 @@ ssize_t DatagramSocket::send_to(const void* buf, size_t len, int flags, const so
   if (!buf && len) return -EFAULT;
   Addr key;
   if (int err = to_key(dst, dst_len, &key)) return err;
-  if (no_rdma_path(key)) {
-    // The kernel binds an unbound socket at its first send; the service
-    // then reads the answers.
-    if (int err = init_endpoint()) return err;
-    return send_plain(buf, len, flags, dst, dst_len);
-  }
-  if (plain_peers_ > 0) {
-    LockGuard lock(send_mutex_);
-    if (answer_plain(key)) return send_plain(buf, len, flags, dst, dst_len);
-  }
-  // Before making a QP for it: one slot holds the header and the payload
-  // (rdma-core 44 copies past the slot); the QP's port may allow less
-  // (its MTU: checked below).
-  size_t room = wire::kDsSlotSize - (key.sa.sa_family == AF_INET ? wire::kDsIpv4HeaderLength
-                                                                 : wire::kDsIpv6HeaderLength);
-  if (len > room) return -EMSGSIZE;
+  // The kernel binds an unbound socket at its first send; the service then
+  // reads the answers.
   if (int err = init_endpoint()) return err;
   LockGuard lock(send_mutex_);
-  if (!last_dest_ || std::memcmp(&key, &last_dest_->addr, sizeof(key))) {
+  if (plain_path(key) || answer_plain(key)) return send_plain(buf, len, flags, dst, dst_len);
+  // One slot holds the header and the payload (rdma-core 44 copies past
+  // the slot); the QP's port may allow less (its MTU: checked below).
+  size_t room = wire::kDsSlotSize - (key.sa.sa_family == AF_INET ? wire::kDsIpv4HeaderLength
+                                                                 : wire::kDsIpv6HeaderLength);
+  if (len > room || !last_dest_ || std::memcmp(&key, &last_dest_->addr, sizeof(key))) {
     Dest* d;
     int err = get_dest(dst, dst_len, &d);
     // No RDMA device has the address we would send from: as the kernel's.
     if (err == -ENODEV) return send_plain(buf, len, flags, dst, dst_len);
+    if (len > room) return -EMSGSIZE;
     if (err) return err;
     last_dest_ = d;
   }

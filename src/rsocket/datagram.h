@@ -172,6 +172,7 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
     f();
     if (before != d->over_udp()) dests_unsettled_ += before ? -1 : 1;
   }
+  int bound_name(Addr* name);
   int source_for(const sockaddr* dst, socklen_t dst_len, Addr* src);
   ssize_t send_udp(Dest* dest, const void* buf, size_t len, int flags, wire::Op op);
   ssize_t send_ud(Dest* dest, const wire::DsHeader& hdr, const void* buf, size_t len, int flags)
@@ -203,7 +204,8 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
       REQUIRES(cq_mutex_);
   ssize_t send_plain(const void* buf, size_t len, int flags, const sockaddr* dst,
                      socklen_t dst_len);
-  static bool no_rdma_path(const Addr& dst);
+  bool plain_path(const Addr& dst) REQUIRES(send_mutex_) EXCLUDES(map_mutex_);
+  int get_rdma_qp(const Addr& src, Qp** out) REQUIRES(map_mutex_);
   bool answer_plain(const Addr& a) REQUIRES(send_mutex_) EXCLUDES(map_mutex_, cq_mutex_);
   void forget_plain_peer(const Addr& a) EXCLUDES(cq_mutex_);
 
@@ -273,6 +275,11 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
   std::deque<Plain> plain_ GUARDED_BY(cq_mutex_);
   size_t plain_bytes_ GUARDED_BY(cq_mutex_) = 0;
   std::deque<Addr> plain_memory_ GUARDED_BY(cq_mutex_);  // most recent last
+  // Sources no RDMA device has (get_rdma_qp), and whether loopback has one
+  // per family (0 not known yet, 1 yes, -1 no).
+  static constexpr size_t kMaxNoRdmaSources = 8;
+  std::vector<Addr> no_rdma_sources_ GUARDED_BY(map_mutex_);
+  int8_t loopback_rdma_[2] GUARDED_BY(send_mutex_) = {0, 0};
   std::atomic<size_t> plain_peers_{0};  // plain_memory_'s size, read without the lock
 
   bool connected_ GUARDED_BY(cq_mutex_) = false;  // connect's address, for from_peer

@@ -11,11 +11,11 @@
 // - A destination with no RDMA path is sent to as plain UDP from the UDP
 //   socket, so the datagrams reach kernel UDP sockets or rsockets' plain
 //   queues there, as the kernel would deliver them: a loopback or wildcard
-//   address (RoCE has no loopback: no GID names 127.0.0.1 or ::1; rdma-core
-//   44: ENODEV), a multicast or the broadcast address (a UD QP of an
-//   rsocket joins no group; the UDP socket does, with the options the
-//   application set on it), or one we would send to from an address no
-//   RDMA device has (rdma-core 44: ENODEV).
+//   address when no QP can live on loopback (RoCE has no loopback: no GID
+//   names 127.0.0.1 or ::1; rdma-core 44: ENODEV), a multicast or the
+//   broadcast address (a UD QP of an rsocket joins no group; the UDP socket
+//   does, with the options the application set on it), or one we would
+//   send to from an address no RDMA device has (rdma-core 44: ENODEV).
 // - A peer heard in plain datagrams, and never in the protocol's, with no
 //   working binding (the program at the other end is on kernel UDP), is
 //   answered in plain datagrams: the protocol's header would reach its
@@ -33,22 +33,71 @@ namespace rdmacm::rsocket {
 
 namespace {
 
-bool no_rdma_path4(uint32_t a) {
-  return a == INADDR_ANY || (a >> 24) == IN_LOOPBACKNET || IN_MULTICAST(a) ||
-         a == INADDR_BROADCAST;
+// Sent to over UDP whatever the devices: a multicast or the broadcast
+// address (an rsocket's UD QP joins no group; its UDP socket does, with the
+// options the application set on it).
+bool group4(uint32_t a) { return IN_MULTICAST(a) || a == INADDR_BROADCAST; }
+bool loopback4(uint32_t a) { return a == INADDR_ANY || (a >> 24) == IN_LOOPBACKNET; }
+
+uint32_t mapped4(const in6_addr& a) {
+  uint32_t v4;
+  std::memcpy(&v4, &a.s6_addr[12], 4);
+  return ntohl(v4);
+}
+
+bool group(const SockAddr& a) {
+  if (a.sa.sa_family == AF_INET) return group4(ntohl(a.sin.sin_addr.s_addr));
+  const in6_addr& a6 = a.sin6.sin6_addr;
+  return IN6_IS_ADDR_MULTICAST(&a6) || (IN6_IS_ADDR_V4MAPPED(&a6) && group4(mapped4(a6)));
+}
+
+bool loopback(const SockAddr& a) {
+  if (a.sa.sa_family == AF_INET) return loopback4(ntohl(a.sin.sin_addr.s_addr));
+  const in6_addr& a6 = a.sin6.sin6_addr;
+  return IN6_IS_ADDR_UNSPECIFIED(&a6) || IN6_IS_ADDR_LOOPBACK(&a6) ||
+         (IN6_IS_ADDR_V4MAPPED(&a6) && loopback4(mapped4(a6)));
 }
 
 }  // namespace
 
-bool DatagramSocket::no_rdma_path(const Addr& dst) {
-  if (dst.sa.sa_family == AF_INET) return no_rdma_path4(ntohl(dst.sin.sin_addr.s_addr));
-  const in6_addr& a = dst.sin6.sin6_addr;
-  if (IN6_IS_ADDR_UNSPECIFIED(&a) || IN6_IS_ADDR_LOOPBACK(&a) || IN6_IS_ADDR_MULTICAST(&a))
-    return true;
-  if (!IN6_IS_ADDR_V4MAPPED(&a)) return false;
-  uint32_t v4;
-  std::memcpy(&v4, &a.s6_addr[12], 4);
-  return no_rdma_path4(ntohl(v4));
+bool DatagramSocket::plain_path(const Addr& dst) {
+  if (group(dst)) return true;
+  if (!loopback(dst)) return false;
+  // Loopback: whether a QP can live on the loopback address (on RoCE none
+  // can: no GID names 127.0.0.1 or ::1), found once per family.
+  int8_t& known = loopback_rdma_[dst.sa.sa_family == AF_INET6];
+  if (!known) {
+    Addr lo{};
+    int err = bound_name(&lo);
+    if (!err) {
+      Addr key{};
+      key.sa.sa_family = dst.sa.sa_family;
+      if (key.sa.sa_family == AF_INET) {
+        key.sin.sin_port = lo.sin.sin_port;
+        key.sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      } else {
+        key.sin6.sin6_port = lo.sin6.sin6_port;
+        key.sin6.sin6_addr = in6addr_loopback;
+      }
+      LockGuard map(map_mutex_);
+      Qp* qp;
+      err = get_rdma_qp(key, &qp);
+    }
+    known = err ? -1 : 1;
+  }
+  return known < 0;
+}
+
+// get_qp, remembering the sources no RDMA device has (no device, or no GID
+// for the address): -ENODEV for them at once, with no QP tried again.
+int DatagramSocket::get_rdma_qp(const Addr& src, Qp** out) {
+  auto same = [&](const Addr& a) { return !std::memcmp(&a, &src, sizeof(a)); };
+  if (std::any_of(no_rdma_sources_.begin(), no_rdma_sources_.end(), same)) return -ENODEV;
+  int err = get_qp(src, out);
+  if (err != -ENODEV && err != -EADDRNOTAVAIL) return err;
+  if (no_rdma_sources_.size() == kMaxNoRdmaSources) no_rdma_sources_.erase(no_rdma_sources_.begin());
+  no_rdma_sources_.push_back(src);
+  return -ENODEV;
 }
 
 void DatagramSocket::queue_plain(const Addr& from, socklen_t from_len, const uint8_t* buf,
