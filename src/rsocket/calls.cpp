@@ -144,11 +144,22 @@ ssize_t sendv(int fd, const iovec* iov, int iovcnt, int flags) {
   return send_on(s, [&] { return s->sendmsg(message(iov, static_cast<size_t>(iovcnt)), flags); });
 }
 
-// As rdma-core 44's: to the connected peer, whatever msg_name says.
+// To msg_name, as sendmsg(2): a datagram socket sends there (rdma-core 44's
+// ignores it, and fails with EDESTADDRREQ unless connected), a stream
+// ignores it as TCP does; a name of length 0 is none, as the kernel's.
 ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
   if (!msg) return -EFAULT;
   if (msg->msg_control && msg->msg_controllen) return -ENOTSUP;
-  return sendv(fd, msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
+  if (!msg->msg_name || !msg->msg_namelen)
+    return sendv(fd, msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
+  int err;
+  int iovcnt = static_cast<int>(msg->msg_iovlen);
+  Socket* s = lookup_vector(fd, msg->msg_iov, iovcnt, &err);
+  if (!s) return err;
+  msghdr m = message(msg->msg_iov, static_cast<size_t>(iovcnt));
+  m.msg_name = msg->msg_name;
+  m.msg_namelen = msg->msg_namelen;
+  return send_on(s, [&] { return s->sendmsg(m, flags); });
 }
 
 ssize_t recv(int fd, void* buf, size_t len, int flags) {

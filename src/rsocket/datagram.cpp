@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <rdma/rsocket.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -44,7 +45,16 @@ DatagramSocket* DatagramSocket::create(int domain, int* err) {
   }
   // The fd is the UDP socket's, as rdma-core 44's (AF_IB has none: EAFNOSUPPORT).
   s->fd_ = kernel_udp_socket(domain, 0);
-  if (s->fd_ < 0 || (s->epfd_ = kernel_epoll()) < 0) {
+  if (s->fd_ < 0 || (s->epfd_ = kernel_epoll()) < 0 ||
+      (s->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+    *err = -errno;
+    delete s;
+    return nullptr;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = nullptr;  // not a QP: the plain datagrams' wake-up
+  if (epoll_ctl(s->epfd_, EPOLL_CTL_ADD, s->wake_fd_, &ev)) {
     *err = -errno;
     delete s;
     return nullptr;
@@ -73,6 +83,7 @@ DatagramSocket::~DatagramSocket() {
   for (auto& qp : qps_) free_qp(qp.release());
   if (fd_ >= 0) ::close(fd_);
   if (epfd_ >= 0) ::close(epfd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
   std::free(sbuf_);
 }
 
@@ -126,26 +137,29 @@ int DatagramSocket::init_endpoint() {
   return 0;
 }
 
+// The UDP socket's address, bound to a port now if it was not (rdma-core 44
+// would name port 0 as the source, which no answer reaches).
+int DatagramSocket::bound_name(Addr* name) {
+  socklen_t len = sizeof(*name);
+  if (::getsockname(fd_, &name->sa, &len)) return -errno;
+  if (name->sa.sa_family == AF_INET ? name->sin.sin_port : name->sin6.sin6_port) return 0;
+  Addr any{};
+  any.sa.sa_family = name->sa.sa_family;
+  if (::bind(fd_, &any.sa, sockaddr_len(any.sa.sa_family)) && errno != EINVAL) return -errno;
+  len = sizeof(*name);
+  return ::getsockname(fd_, &name->sa, &len) ? -errno : 0;
+}
+
 // Where datagrams to dst leave from: the UDP socket's address, or when that
 // is a wildcard, the address the kernel routes dst from (with our port).
 int DatagramSocket::source_for(const sockaddr* dst, socklen_t dst_len, Addr* src) {
-  socklen_t len = sizeof(*src);
-  if (::getsockname(fd_, &src->sa, &len)) return -errno;
-  if (src->sa.sa_family == AF_INET ? !src->sin.sin_port : !src->sin6.sin6_port) {
-    // Never bound: bind to a port now (rdma-core 44 would name port 0 as the
-    // source, which no answer reaches).
-    Addr any{};
-    any.sa.sa_family = src->sa.sa_family;
-    if (::bind(fd_, &any.sa, sockaddr_len(any.sa.sa_family)) && errno != EINVAL) return -errno;
-    len = sizeof(*src);
-    if (::getsockname(fd_, &src->sa, &len)) return -errno;
-  }
+  if (int err = bound_name(src)) return err;
   if (!any_addr(*src)) return 0;
   in_port_t port = src->sin.sin_port;  // same offset in sockaddr_in6
   int sock = kernel_udp_socket(dst->sa_family, SOCK_CLOEXEC);
   if (sock < 0) return -errno;
   int err = 0;
-  len = sizeof(*src);
+  socklen_t len = sizeof(*src);
   if (::connect(sock, dst, dst_len) || ::getsockname(sock, &src->sa, &len)) err = -errno;
   ::close(sock);
   src->sin.sin_port = port;
@@ -170,20 +184,23 @@ int DatagramSocket::get_dest(const sockaddr* addr, socklen_t len, Dest** out) {
   Addr src_key;
   to_key(&src.sa, sockaddr_len(src.sa.sa_family), &src_key);
   Qp* qp = nullptr;
-  if (int err = get_qp(src_key, &qp)) return err;
+  if (int err = get_rdma_qp(src_key, &qp)) return err;
   // The destination may be the QP just made (sending to ourselves).
   if (Dest* d = dests_.find(key)) {
     *out = d;
     return 0;
   }
-  // A peer that leaves the table: no sender holds it (conn_dest_; the UDP
+  // A peer that leaves the table: no sender holds it (conn_dest_, last_dest_; the UDP
   // service holds send_mutex_ while it uses one), no resolution uses it,
   // and every send to it has completed (its AH may go).
   const Dest* held = conn_dest_;
+  const Dest* cached = last_dest_;
   std::unique_ptr<Dest> evicted;
   Dest* d = dests_.add(
       key, qp,
-      [&](const Dest& d) { return &d != held && !d.resolving && d.last_post <= drained; },
+      [&](const Dest& d) {
+        return &d != held && &d != cached && !d.resolving && d.last_post <= drained;
+      },
       &evicted);
   if (!d) return -ENOBUFS;
   ++dests_unsettled_;  // no AH yet
@@ -200,12 +217,34 @@ int DatagramSocket::bind(const sockaddr* addr, socklen_t len) {
   return ::bind(fd_, addr, len) ? -errno : 0;
 }
 
+// A destination with no RDMA path is connected to over plain UDP
+// (datagram_plain.cpp); connecting again replaces the peer, and AF_UNSPEC
+// removes it, as UDP's.
 int DatagramSocket::connect(const sockaddr* addr, socklen_t len) {
   if (!addr) return -EFAULT;
   if (int err = init_endpoint()) return err;
   LockGuard lock(send_mutex_);
   if (::connect(fd_, addr, len)) return -errno;
-  return get_dest(addr, len, &conn_dest_);
+  if (addr->sa_family == AF_UNSPEC) {  // as UDP's: no peer any more
+    conn_dest_ = nullptr;
+    conn_plain_ = false;
+    LockGuard cq(cq_mutex_);
+    connected_ = false;
+    return 0;
+  }
+  Addr key;
+  conn_dest_ = nullptr;
+  bool known = !to_key(addr, len, &key);
+  {
+    LockGuard cq(cq_mutex_);
+    connected_ = known;
+    conn_addr_ = key;
+  }
+  conn_plain_ = known && plain_path(key);
+  if (conn_plain_) return 0;
+  int err = get_dest(addr, len, &conn_dest_);
+  conn_plain_ = err == -ENODEV;  // no RDMA device has our address towards it
+  return conn_plain_ ? 0 : err;
 }
 
 // Over UDP: the peer's service learns our QPN from the header and, for op
@@ -262,33 +301,44 @@ ssize_t DatagramSocket::send_ud(Dest* dest, const wire::DsHeader& hdr, const voi
 ssize_t DatagramSocket::send(const void* buf, size_t len, int flags) {
   if (!buf && len) return -EFAULT;
   LockGuard lock(send_mutex_);
+  if (conn_plain_) return send_plain(buf, len, flags, nullptr, 0);
   if (!conn_dest_) return -EDESTADDRREQ;  // rdma-core 44: a NULL dereference
   Dest* dest = conn_dest_;
+  if (answer_plain(dest->addr)) return send_plain(buf, len, flags, nullptr, 0);
   // Also over UDP: the peer's service forwards it as one UD message.
   if (len > dest->qp->max_payload()) return -EMSGSIZE;
   if (dest->over_udp()) return send_udp(dest, buf, len, flags, wire::Op::data);
   return send_ud(dest, dest->qp->hdr, buf, len, flags);
 }
 
-// As UDP: no address on a connected socket sends to its peer.
+// As UDP: no address on a connected socket sends to its peer; an address
+// on one sends there, and the peer stays the peer (rdma-core 44 makes the
+// last address the peer, even on an unconnected socket).
 ssize_t DatagramSocket::send_to(const void* buf, size_t len, int flags, const sockaddr* dst,
                                 socklen_t dst_len) {
   if (!dst && !dst_len) return send(buf, len, flags);
   if (!buf && len) return -EFAULT;
   Addr key;
   if (int err = to_key(dst, dst_len, &key)) return err;
-  // Before making a QP for it: one slot holds the header and the payload
-  // (rdma-core 44 copies past the slot); the QP's port may allow less
-  // (its MTU: checked below).
-  size_t room = wire::kDsSlotSize - (key.sa.sa_family == AF_INET ? wire::kDsIpv4HeaderLength
-                                                                 : wire::kDsIpv6HeaderLength);
-  if (len > room) return -EMSGSIZE;
+  // The kernel binds an unbound socket at its first send; the service then
+  // reads the answers.
   if (int err = init_endpoint()) return err;
   LockGuard lock(send_mutex_);
-  if (!conn_dest_ || std::memcmp(&key, &conn_dest_->addr, sizeof(key))) {
-    if (int err = get_dest(dst, dst_len, &conn_dest_)) return err;
+  if (plain_path(key) || answer_plain(key)) return send_plain(buf, len, flags, dst, dst_len);
+  // One slot holds the header and the payload (rdma-core 44 copies past
+  // the slot); the QP's port may allow less (its MTU: checked below).
+  size_t room = wire::kDsSlotSize - (key.sa.sa_family == AF_INET ? wire::kDsIpv4HeaderLength
+                                                                 : wire::kDsIpv6HeaderLength);
+  if (len > room || !last_dest_ || std::memcmp(&key, &last_dest_->addr, sizeof(key))) {
+    Dest* d;
+    int err = get_dest(dst, dst_len, &d);
+    // No RDMA device has the address we would send from: as the kernel's.
+    if (err == -ENODEV) return send_plain(buf, len, flags, dst, dst_len);
+    if (len > room) return -EMSGSIZE;
+    if (err) return err;
+    last_dest_ = d;
   }
-  Dest* dest = conn_dest_;
+  Dest* dest = last_dest_;
   // Also over UDP: the peer's service forwards it as one UD message.
   if (len > dest->qp->max_payload()) return -EMSGSIZE;
   if (dest->over_udp()) return send_udp(dest, buf, len, flags, wire::Op::data);
@@ -344,6 +394,10 @@ int DatagramSocket::set_option(int level, int name, const void* value, socklen_t
     return 0;
   }
   if (endpoint_) return -EINVAL;
+  // As rdma-core 44's: taken, and nothing on a datagram socket uses them
+  // (no iomap; a route per destination, resolved as it is first used), so
+  // that one set of options applies to every rsocket.
+  if (name == RDMA_IOMAPSIZE || name == RDMA_ROUTE) return 0;
   return sizes_.set(level, name, v) ? 0 : -ENOTSUP;
 }
 

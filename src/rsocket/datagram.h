@@ -7,6 +7,16 @@
 // Unlike rdma-core 44's, address handles carry a GRH on RoCE ports (RoCE has
 // no LIDs: an AH without one cannot reach anything, not even ourselves).
 //
+// A datagram on the UDP socket that is not the protocol's (no DsUdpHeader
+// tag: a kernel UDP sender, such as a program the preload left on kernel
+// UDP) is the application's, as kernel UDP would deliver it, from its
+// source: the service queues it (bounded as the receive buffer) and recv
+// takes it. A destination with no RDMA path (loopback and wildcard
+// addresses: RoCE has no loopback; multicast and broadcast; one reached
+// from an address no RDMA device has) is sent to over
+// the UDP socket as plain UDP, and so is a peer heard only in plain
+// datagrams (datagram_plain.cpp).
+//
 // A peer is not trusted: the destinations are bounded and a working one is
 // not rebound by a bare claim (datagram_dests.h); a new source's address is
 // resolved on an event channel the UDP service watches, never waited for on
@@ -26,6 +36,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include "common/mutex.h"
@@ -161,6 +172,7 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
     f();
     if (before != d->over_udp()) dests_unsettled_ += before ? -1 : 1;
   }
+  int bound_name(Addr* name);
   int source_for(const sockaddr* dst, socklen_t dst_len, Addr* src);
   ssize_t send_udp(Dest* dest, const void* buf, size_t len, int flags, wire::Op op);
   ssize_t send_ud(Dest* dest, const wire::DsHeader& hdr, const void* buf, size_t len, int flags)
@@ -180,6 +192,23 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
       EXCLUDES(send_mutex_);
   void set_ah(Dest* dest, ibv_ah* ah, uint32_t qpn) REQUIRES(send_mutex_);
 
+  // datagram_plain.cpp: datagrams that are not the protocol's. A plain
+  // datagram the service read (queued unless past the receive buffer's
+  // room; the wake-up fd made readable); the queue's first, taken by
+  // recv_from; sends as plain UDP to dst; whether dst has no RDMA path; the
+  // plain peers' memory (a peer heard in plain datagrams and never in the
+  // protocol's is answered in plain ones).
+  void queue_plain(const Addr& from, socklen_t from_len, const uint8_t* buf, size_t len)
+      EXCLUDES(cq_mutex_);
+  ssize_t take_plain(void* buf, size_t len, int flags, sockaddr* src, socklen_t* src_len)
+      REQUIRES(cq_mutex_);
+  ssize_t send_plain(const void* buf, size_t len, int flags, const sockaddr* dst,
+                     socklen_t dst_len);
+  bool plain_path(const Addr& dst) REQUIRES(send_mutex_) EXCLUDES(map_mutex_);
+  int get_rdma_qp(const Addr& src, Qp** out) REQUIRES(map_mutex_);
+  bool answer_plain(const Addr& a) REQUIRES(send_mutex_) EXCLUDES(map_mutex_, cq_mutex_);
+  void forget_plain_peer(const Addr& a) EXCLUDES(cq_mutex_);
+
   // datagram_service.cpp: a well-formed datagram from a peer: answered,
   // claimed, its payload (data) forwarded to our own QP.
   void forward_udp(const Addr& from, socklen_t from_len, uint32_t qpn, bool data,
@@ -198,10 +227,15 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
   int sleep_on_cq(int ms) REQUIRES(cq_sleep_mutex_);
   bool can_send() const REQUIRES(cq_mutex_) { return sqe_avail_ > 0; }
   bool all_sends_done() const REQUIRES(cq_mutex_) { return sqe_avail_ == sizes_.sq_size; }
-  bool have_data() const REQUIRES(cq_mutex_) { return rmsg_head_ != rmsg_tail_; }
+  bool have_data() const REQUIRES(cq_mutex_) {
+    return rmsg_head_ != rmsg_tail_ || !plain_.empty();
+  }
+  // A message's source is the connected peer (or the socket is not connected).
+  bool from_peer(const wire::DsHeader& hdr) const REQUIRES(cq_mutex_);
   bool nonblocking(int flags) const { return (fd_flags_ & O_NONBLOCK) || (flags & MSG_DONTWAIT); }
 
   int epfd_ = -1;
+  int wake_fd_ = -1;  // an eventfd in epfd_: readable while plain_ is not empty
   Mutex init_mutex_;                   // init_endpoint: first bind, connect or sendto
   std::atomic<bool> endpoint_{false};  // init_endpoint done
   bool in_service_ GUARDED_BY(init_mutex_) = false;  // registered with the UDP service
@@ -227,7 +261,29 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
   DestTable dests_ GUARDED_BY(map_mutex_);
   std::atomic<int> dests_unsettled_{0};  // over_udp(): a received message may settle them
   int resolving_ GUARDED_BY(send_mutex_) = 0;  // resolutions in flight
-  Dest* conn_dest_ GUARDED_BY(send_mutex_) = nullptr;
+  Dest* conn_dest_ GUARDED_BY(send_mutex_) = nullptr;  // connect's
+  Dest* last_dest_ GUARDED_BY(send_mutex_) = nullptr;  // sendto's last: a cache, never evicted
+  bool conn_plain_ GUARDED_BY(send_mutex_) = false;  // connected to a destination without RDMA
+
+  // Plain datagrams (datagram_plain.cpp), and the peers heard only in them.
+  struct Plain {
+    Addr from;
+    socklen_t from_len;
+    std::vector<uint8_t> bytes;
+  };
+  static constexpr size_t kMaxPlainPeers = 64;
+  std::deque<Plain> plain_ GUARDED_BY(cq_mutex_);
+  size_t plain_bytes_ GUARDED_BY(cq_mutex_) = 0;
+  std::deque<Addr> plain_memory_ GUARDED_BY(cq_mutex_);  // most recent last
+  // Sources no RDMA device has (get_rdma_qp), and whether loopback has one
+  // per family (0 not known yet, 1 yes, -1 no).
+  static constexpr size_t kMaxNoRdmaSources = 8;
+  std::vector<Addr> no_rdma_sources_ GUARDED_BY(map_mutex_);
+  int8_t loopback_rdma_[2] GUARDED_BY(send_mutex_) = {0, 0};
+  std::atomic<size_t> plain_peers_{0};  // plain_memory_'s size, read without the lock
+
+  bool connected_ GUARDED_BY(cq_mutex_) = false;  // connect's address, for from_peer
+  Addr conn_addr_ GUARDED_BY(cq_mutex_){};
 
   std::vector<Received> rmsg_;  // rq_size + 1 slots: head to tail are recv_from's
   int rmsg_head_ GUARDED_BY(cq_mutex_) = 0, rmsg_tail_ GUARDED_BY(cq_mutex_) = 0;

@@ -5,6 +5,7 @@
 // never hangs in ibv_get_cq_event.
 #include <sys/epoll.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -16,7 +17,8 @@
 namespace rdmacm::rsocket {
 // Under cq_mutex_. Round robin over the QPs, resuming where the last call
 // stopped; a message we have no room to queue is dropped (its receive
-// reposted), as a full UDP socket drops.
+// reposted), as a full UDP socket drops, and so is one from another source
+// than a connected socket's peer, as UDP drops it.
 int DatagramSocket::reap() {
   if (qps_.empty()) return 0;
   size_t n = qps_.size();
@@ -33,9 +35,11 @@ int DatagramSocket::reap() {
       if (wc.wr_id & kRecvFlag) {
         // byte_len is the device's word: a message longer than the slot we
         // posted, or too short for a header, is dropped with the rest.
+        // A connected socket takes only its peer's, as UDP's.
         if (rqe_avail_ && wc.status == IBV_WC_SUCCESS && wc.byte_len >= sizeof(ibv_grh) &&
             wc.byte_len - sizeof(ibv_grh) <= wire::kDsSlotSize &&
-            valid_header(qp->rbuf + offset, wc.byte_len - sizeof(ibv_grh))) {
+            valid_header(qp->rbuf + offset, wc.byte_len - sizeof(ibv_grh)) &&
+            from_peer(*reinterpret_cast<const wire::DsHeader*>(qp->rbuf + offset))) {
           --rqe_avail_;
           auto length = static_cast<uint32_t>(wc.byte_len - sizeof(ibv_grh));
           rmsg_[rmsg_tail_] = {qp, offset, length, wc};
@@ -74,6 +78,11 @@ int DatagramSocket::sleep_on_cq(int ms) {
   int taken = 0;
   for (int i = 0; i < n; ++i) {
     auto* qp = static_cast<Qp*>(events[i].data.ptr);
+    if (!qp) {  // the plain datagrams' wake-up (datagram_plain.cpp)
+      uint64_t count;
+      if (::read(wake_fd_, &count, sizeof(count)) > 0) ++taken;
+      continue;
+    }
     ibv_cq* cq;
     void* context;
     if (ibv_get_cq_event(qp->id->recv_cq_channel, &cq, &context)) continue;  // taken meanwhile
@@ -85,7 +94,8 @@ int DatagramSocket::sleep_on_cq(int ms) {
 }
 
 // As rdma-core 44's ds_recvfrom: one message per call, the rest of a message
-// longer than len is dropped (as UDP's).
+// longer than len is dropped (as UDP's); the protocol's messages first, then
+// plain datagrams.
 ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* src,
                                   socklen_t* src_len) {
   if (!buf && len) return -EFAULT;
@@ -98,6 +108,8 @@ ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* sr
     if (int err = wait(&DatagramSocket::have_data, nonblocking(flags))) return err;
     cq.lock();
   }
+  // Plain datagrams when no protocol message waits (datagram_plain.cpp).
+  if (rmsg_head_ == rmsg_tail_) return take_plain(buf, len, flags, src, src_len);
   Received& m = rmsg_[rmsg_head_];
   const uint8_t* slot = m.qp->rbuf + m.offset;
   const auto* hdr = reinterpret_cast<const wire::DsHeader*>(slot);
@@ -120,6 +132,17 @@ ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* sr
     if (dests_unsettled_ > 0) heard_from(a, taken.qp, taken.wc, grh);
   }
   return static_cast<ssize_t>(len);
+}
+
+bool DatagramSocket::from_peer(const wire::DsHeader& hdr) const {
+  if (!connected_) return true;
+  Addr a = decode_header(hdr);
+  if (a.sa.sa_family != conn_addr_.sa.sa_family) return false;
+  if (a.sa.sa_family == AF_INET)
+    return a.sin.sin_port == conn_addr_.sin.sin_port &&
+           a.sin.sin_addr.s_addr == conn_addr_.sin.sin_addr.s_addr;
+  return a.sin6.sin6_port == conn_addr_.sin6.sin6_port &&
+         !std::memcmp(&a.sin6.sin6_addr, &conn_addr_.sin6.sin6_addr, sizeof(in6_addr));
 }
 
 short DatagramSocket::poll_state(short events) {

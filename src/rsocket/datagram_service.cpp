@@ -4,8 +4,10 @@
 // (datagram_resolve.cpp: the binding rule, and an address resolution it may
 // start, whose events come on a channel this thread also watches), and
 // forwards the payload to our own QP, so that the application receives
-// every message the same way. A datagram that is not well-formed, or from a
-// source the destination table has no room for, is dropped as UDP drops.
+// every message the same way. A datagram with the protocol's tag that is not
+// well-formed, or from a source the destination table has no room for, is
+// dropped as UDP drops; one without the tag is a kernel UDP sender's, queued
+// for the application (datagram_plain.cpp).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -53,15 +55,26 @@ DatagramSocket::Stats DatagramSocket::stats() {
 }
 
 void DatagramSocket::process_udp() {
-  // Room for rdma-core 44's largest (a full slot's payload after our header).
-  alignas(8) uint8_t buf[wire::kDsSlotSize + wire::kDsUdpIpv6HeaderLength];
+  // Room for the largest UDP datagram: a plain one is the application's
+  // whole (the protocol's are never past a slot's payload and our header).
+  // The one service thread's.
+  static thread_local uint8_t buf[65536];
   Addr from{};
   socklen_t from_len = sizeof(from);
   ssize_t n = ::recvfrom(fd_, buf, sizeof(buf), MSG_DONTWAIT, &from.sa, &from_len);
-  wire::DsUdpHeader hdr;
-  if (n < 0 || from_len < sockaddr_len(from.sa.sa_family) ||
-      !decode_udp_header(buf, static_cast<size_t>(n), from.sa.sa_family, &hdr))
+  if (n < 0 || from_len < sockaddr_len(from.sa.sa_family)) return;
+  Addr key;
+  if (to_key(&from.sa, from_len, &key)) return;
+  // No tag: a kernel UDP sender's, the application's (datagram_plain.cpp).
+  uint32_t tag;
+  if (n < static_cast<ssize_t>(sizeof(tag)) ||
+      (std::memcpy(&tag, buf, sizeof(tag)), tag != htobe32(wire::kDsUdpTag))) {
+    queue_plain(key, from_len, buf, static_cast<size_t>(n));
     return;
+  }
+  forget_plain_peer(key);
+  wire::DsUdpHeader hdr;
+  if (!decode_udp_header(buf, static_cast<size_t>(n), from.sa.sa_family, &hdr)) return;
   uint32_t qpn = be32toh(hdr.qpn) & 0xFFFFFF;
   bool data = hdr.op == static_cast<uint8_t>(wire::Op::data);
   // QPs 0 and 1 are a port's special QPs, never an rsocket's; rdma-core

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """A hostile peer of a datagram rsocket's UDP port (rsocket_dgram_flood.sh):
-for --secs seconds, sends it garbage, malformed DsUdpHeaders, well-formed
+for --secs seconds, sends it garbage after the protocol's tag, malformed
+DsUdpHeaders, plain datagrams (no tag: the application's, as kernel UDP
+delivers them; their payload is one udpong's server only counts), well-formed
 ones (op data, random QPNs) from ever new source ports, and, through a raw
 socket, well-formed ones from made-up addresses of the subnet that nobody
 owns (their address resolution can only time out) and from the UDP ports of
@@ -57,7 +59,7 @@ def main():
     ap.add_argument("--spoof-net", help="a.b.c: made-up sources a.b.c.200-249")
     args = ap.parse_args()
     dst = (args.dst, args.port)
-    counts = dict(garbage=0, malformed=0, sources=0, unresolvable=0, claims=0)
+    counts = dict(garbage=0, malformed=0, plain=0, sources=0, unresolvable=0, claims=0)
     junk = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     junk.bind((args.dst, 0))
     own = {junk.getsockname()[1]}
@@ -67,7 +69,6 @@ def main():
         udp_header(0x1234, version=6),                 # v6 from a v4 source
         udp_header(0x1234, length=28),                 # the other length
         udp_header(0x1234, length=255) + b"x" * 64,    # past the datagram
-        b"\x55\x55\x55\x54" + udp_header(0x1234)[4:],  # tag
         udp_header(0x1234, op=3),                      # no such op
         udp_header(0),                                 # special QPs
         udp_header(1),
@@ -78,8 +79,11 @@ def main():
     while time.monotonic() < end:
         rounds += 1
         for _ in range(50):
-            junk.sendto(os.urandom(random.randrange(0, 1500)), dst)
+            junk.sendto(struct.pack("!I", TAG) + os.urandom(random.randrange(0, 1500)), dst)
             counts["garbage"] += 1
+        for _ in range(20):
+            junk.sendto(PAYLOAD + os.urandom(random.randrange(0, 1000)), dst)
+            counts["plain"] += 1
         for m in malformed:
             junk.sendto(m, dst)
             counts["malformed"] += 1

@@ -1,13 +1,14 @@
 #!/bin/bash
 # Datagram rsockets against a hostile peer (rxe0 in the Soft-RoCE VM): while
 # dgram_flood.py floods a udpong server's UDP port with garbage, malformed
-# headers, claims from thousands of new sources, from made-up addresses
-# whose resolution can only time out, and from the client's own address
-# naming other QPNs, rdma-core's udpong pair on our library keeps working:
-# each client run completes in time, its bytes cross rxe0, and afterwards
-# the server's destination table is within its bound (the library's test
-# hook RDMACM_TEST_DGRAM_STATS), it has evicted, and its RSS grew by less
-# than 16 MiB.
+# headers, plain datagrams (no rsocket tag: delivered to udpong as kernel
+# UDP would, bounded as a receive buffer), claims from thousands of new
+# sources, from made-up addresses whose resolution can only time out, and
+# from the client's own address naming other QPNs, rdma-core's udpong pair
+# on our library keeps working: each client run completes in time, its
+# bytes cross rxe0, and afterwards the server's destination table is within
+# its bound (the library's test hook RDMACM_TEST_DGRAM_STATS), it has
+# evicted, and its RSS grew by less than 16 MiB.
 #
 #   rsocket_dgram_flood.sh --lib PATH/librdmacm.so.1 [--secs N]
 #

@@ -240,8 +240,8 @@ TEST(RsocketDgramHeaders, UdHeaderChecks) {
   }
 }
 
-// No device here: a datagram from a new source finds no QP to answer from
-// and is dropped; the point is that nothing well-formed or not stops the
+// No device here: a protocol datagram from a new source finds no QP to
+// answer from and is dropped; the point is that nothing well-formed or not stops the
 // socket or the service (the next socket still binds and closes).
 TEST(RsocketDgramFlood, GarbageAndManySourcesAreDropped) {
   int fd = ::rsocket(AF_INET, SOCK_DGRAM, 0);
@@ -260,12 +260,17 @@ TEST(RsocketDgramFlood, GarbageAndManySourcesAreDropped) {
   auto bad_op = udp_header(4, 3, wire::kDsUdpIpv4HeaderLength, 0x1234);
   for (int round = 0; round < 20; ++round) {
     for (int s : senders) {
+      // Garbage after the protocol's tag: the protocol's, malformed (without
+      // the tag a datagram is the application's: rsocket_dgram_plain_test).
       uint8_t junk[64];
       for (auto& b : junk) b = static_cast<uint8_t>(rand());
+      uint32_t tag = htobe32(wire::kDsUdpTag);
+      std::memcpy(junk, &tag, sizeof(tag));
       for (auto* m : {&good, &bad_qpn, &bad_op}) {
         sendto(s, m->data(), m->size(), 0, reinterpret_cast<sockaddr*>(&a), sizeof(a));
       }
-      sendto(s, junk, static_cast<size_t>(round), 0, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+      sendto(s, junk, sizeof(tag) + static_cast<size_t>(round), 0, reinterpret_cast<sockaddr*>(&a),
+             sizeof(a));
     }
   }
   for (int s : senders) close(s);
