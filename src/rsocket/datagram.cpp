@@ -137,19 +137,6 @@ int DatagramSocket::init_endpoint() {
   return 0;
 }
 
-// The UDP socket's address, bound to a port now if it was not (rdma-core 44
-// would name port 0 as the source, which no answer reaches).
-int DatagramSocket::bound_name(Addr* name) {
-  socklen_t len = sizeof(*name);
-  if (::getsockname(fd_, &name->sa, &len)) return -errno;
-  if (name->sa.sa_family == AF_INET ? name->sin.sin_port : name->sin6.sin6_port) return 0;
-  Addr any{};
-  any.sa.sa_family = name->sa.sa_family;
-  if (::bind(fd_, &any.sa, sockaddr_len(any.sa.sa_family)) && errno != EINVAL) return -errno;
-  len = sizeof(*name);
-  return ::getsockname(fd_, &name->sa, &len) ? -errno : 0;
-}
-
 // Where datagrams to dst leave from: the UDP socket's address, or when that
 // is a wildcard, the address the kernel routes dst from (with our port).
 int DatagramSocket::source_for(const sockaddr* dst, socklen_t dst_len, Addr* src) {

@@ -60,6 +60,19 @@ bool loopback(const SockAddr& a) {
 
 }  // namespace
 
+// The UDP socket's address, bound to a port now if it was not (rdma-core 44
+// would name port 0 as the source, which no answer reaches).
+int DatagramSocket::bound_name(Addr* name) {
+  socklen_t len = sizeof(*name);
+  if (::getsockname(fd_, &name->sa, &len)) return -errno;
+  if (name->sa.sa_family == AF_INET ? name->sin.sin_port : name->sin6.sin6_port) return 0;
+  Addr any{};
+  any.sa.sa_family = name->sa.sa_family;
+  if (::bind(fd_, &any.sa, sockaddr_len(any.sa.sa_family)) && errno != EINVAL) return -errno;
+  len = sizeof(*name);
+  return ::getsockname(fd_, &name->sa, &len) ? -errno : 0;
+}
+
 bool DatagramSocket::plain_path(const Addr& dst) {
   if (group(dst)) return true;
   if (!loopback(dst)) return false;
