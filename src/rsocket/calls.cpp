@@ -194,10 +194,12 @@ ssize_t recvv(int fd, const iovec* iov, int iovcnt, int flags) {
 }
 
 // A datagram's source in msg_name, as recvmsg(2) gives it (rdma-core 44 leaves
-// it unset); a stream leaves msg_name and msg_namelen as they are.
+// it unset); a stream leaves msg_name and msg_namelen as they are. msg_flags
+// as recvmsg(2)'s (MSG_TRUNC for a datagram cut short); a control buffer is
+// given back empty (rdma-core 44: ENOTSUP, which fails every recvmsg that
+// offers one, as CPython's socket.recvmsg(n, ancbufsize) does).
 ssize_t recvmsg(int fd, msghdr* msg, int flags) {
   if (!msg) return -EFAULT;
-  if (msg->msg_control && msg->msg_controllen) return -ENOTSUP;
   int err;
   int iovcnt = static_cast<int>(msg->msg_iovlen);  // as rdma-core 44's
   Socket* s = lookup_vector(fd, msg->msg_iov, iovcnt, &err);
@@ -207,6 +209,10 @@ ssize_t recvmsg(int fd, msghdr* msg, int flags) {
   m.msg_namelen = msg->msg_name ? msg->msg_namelen : 0;
   ssize_t n = s->recvmsg(m, flags);
   if (msg->msg_name && m.msg_namelen) msg->msg_namelen = m.msg_namelen;
+  if (n >= 0) {
+    msg->msg_flags = m.msg_flags;
+    msg->msg_controllen = 0;  // no ancillary data, as recvmsg(2) says when it has none
+  }
   return n;
 }
 

@@ -96,11 +96,16 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
       return send_to(buf, len, flags, static_cast<const sockaddr*>(msg.msg_name), msg.msg_namelen);
     });
   }
+  // msg_flags: MSG_TRUNC when the datagram did not fit, as UDP's.
   ssize_t recvmsg(msghdr& msg, int flags) override {
     auto* src = static_cast<sockaddr*>(msg.msg_name);
     socklen_t* src_len = src || msg.msg_namelen ? &msg.msg_namelen : nullptr;
+    msg.msg_flags = 0;
     return recv_as_one(msg, [&](void* buf, size_t len) {
-      return recv_from(buf, len, flags, src, src_len);
+      size_t whole = 0;
+      ssize_t n = recv_from(buf, len, flags, src, src_len, &whole);
+      if (n >= 0 && whole > len) msg.msg_flags |= MSG_TRUNC;
+      return n;
     });
   }
   int shutdown(int how) override;
@@ -154,10 +159,13 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
   DatagramSocket() = default;
 
   // One buffer: to the connected peer, to dst (none: the connected peer),
-  // from anyone (the source in src if src_len is given).
+  // from anyone (the source in src if src_len is given; the datagram's whole
+  // length in *whole if given; with MSG_TRUNC that length is returned, as
+  // UDP's, however much of it fitted).
   ssize_t send(const void* buf, size_t len, int flags);
   ssize_t send_to(const void* buf, size_t len, int flags, const sockaddr* dst, socklen_t dst_len);
-  ssize_t recv_from(void* buf, size_t len, int flags, sockaddr* src, socklen_t* src_len);
+  ssize_t recv_from(void* buf, size_t len, int flags, sockaddr* src, socklen_t* src_len,
+                    size_t* whole = nullptr);
 
   // datagram.cpp: endpoints, destinations, sending.
   int init_endpoint();  // first bind/connect/sendto: sizes, send slots, the UDP service
@@ -200,8 +208,8 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
   // protocol's is answered in plain ones).
   void queue_plain(const Addr& from, socklen_t from_len, const uint8_t* buf, size_t len)
       EXCLUDES(cq_mutex_);
-  ssize_t take_plain(void* buf, size_t len, int flags, sockaddr* src, socklen_t* src_len)
-      REQUIRES(cq_mutex_);
+  ssize_t take_plain(void* buf, size_t len, int flags, sockaddr* src, socklen_t* src_len,
+                     size_t* whole) REQUIRES(cq_mutex_);
   ssize_t send_plain(const void* buf, size_t len, int flags, const sockaddr* dst,
                      socklen_t dst_len);
   bool plain_path(const Addr& dst) REQUIRES(send_mutex_) EXCLUDES(map_mutex_);

@@ -97,7 +97,7 @@ int DatagramSocket::sleep_on_cq(int ms) {
 // longer than len is dropped (as UDP's); the protocol's messages first, then
 // plain datagrams.
 ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* src,
-                                  socklen_t* src_len) {
+                                  socklen_t* src_len, size_t* whole) {
   if (!buf && len) return -EFAULT;
   if (src_len && !src) return -EFAULT;  // rdma-core 44 writes through it
   if (!readable_) return -EINVAL;       // never bound, connected or sent from
@@ -109,11 +109,14 @@ ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* sr
     cq.lock();
   }
   // Plain datagrams when no protocol message waits (datagram_plain.cpp).
-  if (rmsg_head_ == rmsg_tail_) return take_plain(buf, len, flags, src, src_len);
+  size_t size_of = 0;
+  if (!whole) whole = &size_of;
+  if (rmsg_head_ == rmsg_tail_) return take_plain(buf, len, flags, src, src_len, whole);
   Received& m = rmsg_[rmsg_head_];
   const uint8_t* slot = m.qp->rbuf + m.offset;
   const auto* hdr = reinterpret_cast<const wire::DsHeader*>(slot);
-  len = std::min<size_t>(len, m.length - hdr->length);
+  *whole = m.length - hdr->length;
+  len = std::min<size_t>(len, *whole);
   if (len) std::memcpy(buf, slot + hdr->length, len);
   Addr a = decode_header(*hdr);
   socklen_t size = sockaddr_len(a.sa.sa_family);
@@ -131,7 +134,7 @@ ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* sr
     cq.unlock();
     if (dests_unsettled_ > 0) heard_from(a, taken.qp, taken.wc, grh);
   }
-  return static_cast<ssize_t>(len);
+  return static_cast<ssize_t>(flags & MSG_TRUNC ? *whole : len);
 }
 
 bool DatagramSocket::from_peer(const wire::DsHeader& hdr) const {

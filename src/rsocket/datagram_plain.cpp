@@ -147,8 +147,9 @@ void DatagramSocket::queue_plain(const Addr& from, socklen_t from_len, const uin
 }
 
 ssize_t DatagramSocket::take_plain(void* buf, size_t len, int flags, sockaddr* src,
-                                   socklen_t* src_len) {
+                                   socklen_t* src_len, size_t* whole) {
   Plain& p = plain_.front();
+  *whole = p.bytes.size();
   size_t n = std::min(len, p.bytes.size());
   if (n) std::memcpy(buf, p.bytes.data(), n);
   if (src && src_len) {
@@ -165,7 +166,7 @@ ssize_t DatagramSocket::take_plain(void* buf, size_t len, int flags, sockaddr* s
       }
     }
   }
-  return static_cast<ssize_t>(n);
+  return static_cast<ssize_t>(flags & MSG_TRUNC ? *whole : n);
 }
 
 ssize_t DatagramSocket::send_plain(const void* buf, size_t len, int flags, const sockaddr* dst,

@@ -72,9 +72,10 @@ ssize_t recv_as_one(const msghdr& msg, Body body) {
   std::vector<uint8_t> buf(std::min(iov_total(msg), kMaxMessage));
   ssize_t n = body(buf.data(), buf.size());
   if (n <= 0) return n;
+  size_t got = std::min(static_cast<size_t>(n), buf.size());  // n may be the whole (MSG_TRUNC)
   size_t at = 0;
-  for (size_t i = 0; i < msg.msg_iovlen && at < static_cast<size_t>(n); ++i) {
-    size_t chunk = std::min(iov[i].iov_len, static_cast<size_t>(n) - at);
+  for (size_t i = 0; i < msg.msg_iovlen && at < got; ++i) {
+    size_t chunk = std::min(iov[i].iov_len, got - at);
     if (!chunk) continue;
     if (!iov[i].iov_base) return -EFAULT;
     std::memcpy(iov[i].iov_base, buf.data() + at, chunk);

@@ -183,5 +183,54 @@ TEST(RsocketDgramUdp, LoopbackIsReached) {
   rclose(r);
 }
 
+// As UDP's recvmsg: a datagram longer than the buffer sets MSG_TRUNC in
+// msg_flags, MSG_TRUNC as a flag returns its whole length, and a control
+// buffer comes back empty (msg_controllen 0). Over the device (rsocket to
+// rsocket, rxe0's packets counted) and from a kernel sender (plain path).
+// rdma-core 44: ENOTSUP for the control buffer, msg_flags untouched.
+TEST(RsocketDgramUdp, RecvmsgSaysTruncAndGivesAnEmptyControlBuffer) {
+  if (reference()) GTEST_SKIP() << "rdma-core 44: ENOTSUP with a control buffer";
+  int r = rudp_on(7690), s = rudp_on(7691), k = kernel_on(7692);
+  sockaddr_in to = device_addr(7690);
+  char big[100];
+  std::memset(big, 'd', sizeof big);
+  long p0 = sent_packets();
+  for (int i = 0; i < 2; ++i)
+    ASSERT_EQ(rsendto(s, big, sizeof big, 0, sa(&to), sizeof to), 100) << strerror(errno);
+  ASSERT_EQ(sendto(k, big, sizeof big, 0, sa(&to), sizeof to), 100);
+  for (const char* way : {"device", "device, MSG_TRUNC", "kernel sender"}) {
+    SCOPED_TRACE(way);
+    ASSERT_TRUE(rreadable(r));
+    char buf[10], control[64];
+    iovec iov{buf, sizeof buf};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = sizeof control;
+    m.msg_flags = -1;
+    bool whole = !std::strcmp(way, "device, MSG_TRUNC");
+    EXPECT_EQ(rrecvmsg(r, &m, whole ? MSG_TRUNC : 0), whole ? 100 : 10) << strerror(errno);
+    EXPECT_EQ(m.msg_flags, MSG_TRUNC);
+    EXPECT_EQ(m.msg_controllen, 0u);
+    EXPECT_EQ(buf[9], 'd');
+  }
+  EXPECT_GE(sent_packets() - p0, 2) << "the rsocket's datagrams did not cross rxe0";
+  // One that fits: no flag.
+  ASSERT_EQ(rsendto(s, big, 5, 0, sa(&to), sizeof to), 5);
+  ASSERT_TRUE(rreadable(r));
+  char buf[10];
+  iovec iov{buf, sizeof buf};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_flags = -1;
+  EXPECT_EQ(rrecvmsg(r, &m, 0), 5);
+  EXPECT_EQ(m.msg_flags, 0);
+  close(k);
+  rclose(r);
+  rclose(s);
+}
+
 }  // namespace
 }  // namespace rdmacm::rxe
