@@ -144,9 +144,23 @@ ssize_t sendv(int fd, const iovec* iov, int iovcnt, int flags) {
   return send_on(s, [&] { return s->sendmsg(message(iov, static_cast<size_t>(iovcnt)), flags); });
 }
 
+namespace {
+
+// A message of more buffers than IOV_MAX: EMSGSIZE, as the kernel's
+// sendmsg and recvmsg (rdma-core 44 casts the count to int: 1 << 32 buffers
+// read as none, end-of-file), once the fd is known to be the wing's.
+int too_many_buffers(int fd, const msghdr* msg) {
+  if (msg->msg_iovlen <= IOV_MAX) return 0;
+  int err;
+  return lookup(fd, -ENOTSOCK, &err) ? -EMSGSIZE : err;
+}
+
+}  // namespace
+
 // As rdma-core 44's: to the connected peer, whatever msg_name says.
 ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
   if (!msg) return -EFAULT;
+  if (int err = too_many_buffers(fd, msg)) return err;
   if (msg->msg_control && msg->msg_controllen) return -ENOTSUP;
   return sendv(fd, msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
 }
@@ -186,9 +200,10 @@ ssize_t recvv(int fd, const iovec* iov, int iovcnt, int flags) {
 // it unset); a stream leaves msg_name and msg_namelen as they are.
 ssize_t recvmsg(int fd, msghdr* msg, int flags) {
   if (!msg) return -EFAULT;
+  if (int err = too_many_buffers(fd, msg)) return err;
   if (msg->msg_control && msg->msg_controllen) return -ENOTSUP;
   int err;
-  int iovcnt = static_cast<int>(msg->msg_iovlen);  // as rdma-core 44's
+  int iovcnt = static_cast<int>(msg->msg_iovlen);  // at most IOV_MAX
   Socket* s = lookup_vector(fd, msg->msg_iov, iovcnt, &err);
   if (!s) return err;
   msghdr m = message(msg->msg_iov, static_cast<size_t>(iovcnt));
@@ -197,6 +212,22 @@ ssize_t recvmsg(int fd, msghdr* msg, int flags) {
   ssize_t n = s->recvmsg(m, flags);
   if (msg->msg_name && m.msg_namelen) msg->msg_namelen = m.msg_namelen;
   return n;
+}
+
+// read(2) and readv(2) of no bytes return 0 at once, as the kernel's
+// sock_read_iter (rdma-core 44's wait for data, as a receive does).
+ssize_t read(int fd, void* buf, size_t len) {
+  if (!len) WITH_SOCKET(fd, 0);
+  return recv(fd, buf, len, 0);
+}
+
+ssize_t readv(int fd, const iovec* iov, int iovcnt) {
+  int err;
+  Socket* s = lookup_vector(fd, iov, iovcnt, &err);
+  if (!s) return err;
+  msghdr m = message(iov, static_cast<size_t>(iovcnt));
+  if (!iov_total(m)) return 0;
+  return s->recvmsg(m, 0);
 }
 
 }  // namespace rdmacm::rsocket
