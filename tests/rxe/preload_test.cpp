@@ -342,7 +342,7 @@ std::atomic<pid_t> sigpipe_tid{0};
 
 TEST(Preload, ASendAfterShutdownOfWritingRaisesSigpipeUnlessMsgNosignal) {
   if (fork_safe()) GTEST_SKIP();
-  Pair p(7611);
+  Pair p(7614);
   ASSERT_EQ(shutdown(p.client, SHUT_WR), 0) << strerror(errno);
   struct sigaction count {}, old{};
   count.sa_handler = [](int) {
@@ -387,7 +387,7 @@ TEST(Preload, ASendAfterShutdownOfWritingRaisesSigpipeUnlessMsgNosignal) {
 // As TCP: read(2) of no bytes returns 0 at once on an idle connection.
 TEST(Preload, AReadOfNoBytesReturnsAtOnce) {
   if (fork_safe()) GTEST_SKIP();
-  Pair p(7612);
+  Pair p(7615);
   char buf[4];
   auto done = std::async(std::launch::async, [&] { return read(p.server, buf, 0); });
   bool returned = done.wait_for(test::scaled(5s)) == std::future_status::ready;
@@ -400,7 +400,7 @@ TEST(Preload, AReadOfNoBytesReturnsAtOnce) {
 // are (the preload looked at each for an rsocket, past the array).
 TEST(Preload, PollOfMoreDescriptorsThanTheLimitIsInvalid) {
   if (fork_safe()) GTEST_SKIP();
-  Pair p(7613);
+  Pair p(7616);
   rlimit rl{};
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
   ASSERT_LT(rl.rlim_cur, 1u << 24) << "too many to make";
