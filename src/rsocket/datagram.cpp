@@ -335,7 +335,12 @@ int DatagramSocket::set_option(int level, int name, const void* value, socklen_t
   if (level == SOL_RDMA && (name == RDMA_IOMAPSIZE || name == RDMA_ROUTE)) {
     // A stream's options: taken and unused until the first QP, as rdma-core
     // 44 takes them (so one list of options fits every rsocket).
-    if (!value) return -EFAULT;
+    int v;
+    if (name == RDMA_IOMAPSIZE) {
+      if (int err = read_int(value, len, &v)) return err;
+    } else if (!value) {
+      return -EFAULT;
+    }
     LockGuard lock(init_mutex_);
     return endpoint_ ? -EINVAL : 0;
   }

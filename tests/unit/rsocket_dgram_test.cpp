@@ -168,6 +168,8 @@ TEST_F(RsocketDgramTest, Options) {
 TEST_F(RsocketDgramTest, StreamOnlyRdmaOptionsAreTakenBeforeBindAsRdmaCore) {
   int v = 8;
   EXPECT_EQ(rsetsockopt(fd, SOL_RDMA, RDMA_IOMAPSIZE, &v, sizeof(v)), 0) << strerror(errno);
+  EXPECT_ERRNO(rsetsockopt(fd, SOL_RDMA, RDMA_IOMAPSIZE, &v, 1), EINVAL);
+  EXPECT_ERRNO(rsetsockopt(fd, SOL_RDMA, RDMA_ROUTE, nullptr, 32), EFAULT);
   uint8_t route[32] = {};
   EXPECT_EQ(rsetsockopt(fd, SOL_RDMA, RDMA_ROUTE, route, sizeof(route)), 0) << strerror(errno);
   sockaddr_in a = loopback(0);
