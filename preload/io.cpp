@@ -3,6 +3,7 @@
 // __recvfrom_chk, which programs built by Debian call instead): on an rsocket
 // the r* call, otherwise libc's. One atomic load decides.
 #include <rdma/rsocket.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include "interpose.h"
@@ -10,6 +11,26 @@
 using namespace rspreload;
 
 extern "C" [[noreturn]] void __chk_fail(void);
+
+namespace {
+
+// As the kernel's TCP: a send that fails with EPIPE (our writing shut, the
+// peer gone) raises SIGPIPE at the calling thread unless the call says
+// MSG_NOSIGNAL; write, writev and sendfile cannot say it. The r* calls never
+// raise it (as rdma-core's): the preload does, for programs written for
+// TCP. Not for a datagram rsocket (UDP raises none): its placeholder, a
+// kernel socket of the same type, tells.
+ssize_t sigpipe_on_epipe(int fd, ssize_t ret, int flags) {
+  if (ret >= 0 || errno != EPIPE || (flags & MSG_NOSIGNAL)) return ret;
+  int type = 0;
+  socklen_t len = sizeof(type);
+  if (real::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type != SOCK_STREAM)
+    return fail(EPIPE);
+  raise(SIGPIPE);  // thread-directed, as pthread_kill(pthread_self())
+  return fail(EPIPE);
+}
+
+}  // namespace
 
 RSPRELOAD_EXPORT ssize_t read(int fd, void* buf, size_t n) {
   Entry* e = rsocket_entry(fd);
@@ -56,17 +77,18 @@ RSPRELOAD_EXPORT ssize_t recvmsg(int fd, msghdr* msg, int flags) {
 
 RSPRELOAD_EXPORT ssize_t write(int fd, const void* buf, size_t n) {
   Entry* e = rsocket_entry(fd);
-  return e ? rwrite(e->rfd, buf, n) : real::write(fd, buf, n);
+  return e ? sigpipe_on_epipe(fd, rwrite(e->rfd, buf, n), 0) : real::write(fd, buf, n);
 }
 
 RSPRELOAD_EXPORT ssize_t writev(int fd, const iovec* iov, int count) {
   Entry* e = rsocket_entry(fd);
-  return e ? rwritev(e->rfd, iov, count) : real::writev(fd, iov, count);
+  return e ? sigpipe_on_epipe(fd, rwritev(e->rfd, iov, count), 0) : real::writev(fd, iov, count);
 }
 
 RSPRELOAD_EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
   Entry* e = rsocket_entry(fd);
-  return e ? rsend(e->rfd, buf, n, flags) : real::send(fd, buf, n, flags);
+  return e ? sigpipe_on_epipe(fd, rsend(e->rfd, buf, n, flags), flags)
+           : real::send(fd, buf, n, flags);
 }
 
 // On a connected stream rsendto ignores the address, as TCP does (rdma-core's
@@ -74,12 +96,14 @@ RSPRELOAD_EXPORT ssize_t send(int fd, const void* buf, size_t n, int flags) {
 RSPRELOAD_EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, const sockaddr* to,
                                 socklen_t len) {
   Entry* e = rsocket_entry(fd);
-  return e ? rsendto(e->rfd, buf, n, flags, to, len) : real::sendto(fd, buf, n, flags, to, len);
+  return e ? sigpipe_on_epipe(fd, rsendto(e->rfd, buf, n, flags, to, len), flags)
+           : real::sendto(fd, buf, n, flags, to, len);
 }
 
 RSPRELOAD_EXPORT ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
   Entry* e = rsocket_entry(fd);
-  return e ? rsendmsg(e->rfd, msg, flags) : real::sendmsg(fd, msg, flags);
+  return e ? sigpipe_on_epipe(fd, rsendmsg(e->rfd, msg, flags), flags)
+           : real::sendmsg(fd, msg, flags);
 }
 
 namespace {
@@ -128,10 +152,12 @@ ssize_t send_file(int rfd, int in, Off* offset, size_t count) {
 
 RSPRELOAD_EXPORT ssize_t sendfile(int out, int in, off_t* offset, size_t count) noexcept {
   Entry* e = rsocket_entry(out);
-  return e ? send_file(e->rfd, in, offset, count) : real::sendfile(out, in, offset, count);
+  return e ? sigpipe_on_epipe(out, send_file(e->rfd, in, offset, count), 0)
+           : real::sendfile(out, in, offset, count);
 }
 
 RSPRELOAD_EXPORT ssize_t sendfile64(int out, int in, off64_t* offset, size_t count) noexcept {
   Entry* e = rsocket_entry(out);
-  return e ? send_file(e->rfd, in, offset, count) : real::sendfile64(out, in, offset, count);
+  return e ? sigpipe_on_epipe(out, send_file(e->rfd, in, offset, count), 0)
+           : real::sendfile64(out, in, offset, count);
 }

@@ -7,7 +7,10 @@
 // exception set, which socat read as a failure).
 #include <rdma/rsocket.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
+
+#include <atomic>
 
 #include "interpose.h"
 
@@ -108,8 +111,20 @@ int select_rsockets(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int timeout,
 
 }  // namespace
 
+// More descriptors than RLIMIT_NOFILE: the kernel's answer (EINVAL), before
+// any is looked at (the look for an rsocket read past the array). The limit
+// is read again only when n passes the last one read.
+static bool past_nofile_limit(nfds_t n) {
+  static std::atomic<rlim_t> known{0};
+  if (n <= known.load(std::memory_order_relaxed)) return false;
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl)) return false;
+  known.store(rl.rlim_cur, std::memory_order_relaxed);
+  return n > rl.rlim_cur;
+}
+
 RSPRELOAD_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
-  if (!fds || !any_rsocket(fds, n)) return real::poll(fds, n, timeout);
+  if (!fds || past_nofile_limit(n) || !any_rsocket(fds, n)) return real::poll(fds, n, timeout);
   return poll_rsockets(fds, n, timeout, nullptr);
 }
 
@@ -119,7 +134,7 @@ RSPRELOAD_EXPORT int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t fdsle
 }
 
 RSPRELOAD_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* ts, const sigset_t* mask) {
-  if (!fds || !any_rsocket(fds, n)) return real::ppoll(fds, n, ts, mask);
+  if (!fds || past_nofile_limit(n) || !any_rsocket(fds, n)) return real::ppoll(fds, n, ts, mask);
   return poll_rsockets(fds, n, to_ms(ts), mask);
 }
 

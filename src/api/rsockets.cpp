@@ -56,10 +56,10 @@ RDMACM_EXPORT ssize_t rsendmsg(int socket, const msghdr* msg, int flags) {
   return api::call_ssize([&] { return rsocket::sendmsg(socket, msg, flags); });
 }
 RDMACM_EXPORT ssize_t rread(int socket, void* buf, size_t count) {
-  return api::call_ssize([&] { return rsocket::recv(socket, buf, count, 0); });
+  return api::call_ssize([&] { return rsocket::read(socket, buf, count); });
 }
 RDMACM_EXPORT ssize_t rreadv(int socket, const iovec* iov, int iovcnt) {
-  return api::call_ssize([&] { return rsocket::recvv(socket, iov, iovcnt, 0); });
+  return api::call_ssize([&] { return rsocket::readv(socket, iov, iovcnt); });
 }
 RDMACM_EXPORT ssize_t rwrite(int socket, const void* buf, size_t count) {
   return api::call_ssize([&] { return rsocket::send(socket, buf, count, 0); });

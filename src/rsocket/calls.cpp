@@ -144,11 +144,25 @@ ssize_t sendv(int fd, const iovec* iov, int iovcnt, int flags) {
   return send_on(s, [&] { return s->sendmsg(message(iov, static_cast<size_t>(iovcnt)), flags); });
 }
 
+namespace {
+
+// A message of more buffers than IOV_MAX: EMSGSIZE, as the kernel's
+// sendmsg and recvmsg (rdma-core 44 casts the count to int: 1 << 32 buffers
+// read as none, end-of-file), once the fd is known to be the wing's.
+int too_many_buffers(int fd, const msghdr* msg) {
+  if (msg->msg_iovlen <= IOV_MAX) return 0;
+  int err;
+  return lookup(fd, -ENOTSOCK, &err) ? -EMSGSIZE : err;
+}
+
+}  // namespace
+
 // To msg_name, as sendmsg(2): a datagram socket sends there (rdma-core 44's
 // ignores it, and fails with EDESTADDRREQ unless connected), a stream
 // ignores it as TCP does; a name of length 0 is none, as the kernel's.
 ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
   if (!msg) return -EFAULT;
+  if (int err = too_many_buffers(fd, msg)) return err;
   if (msg->msg_control && msg->msg_controllen) return -ENOTSUP;
   if (!msg->msg_name || !msg->msg_namelen)
     return sendv(fd, msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
@@ -200,8 +214,9 @@ ssize_t recvv(int fd, const iovec* iov, int iovcnt, int flags) {
 // offers one, as CPython's socket.recvmsg(n, ancbufsize) does).
 ssize_t recvmsg(int fd, msghdr* msg, int flags) {
   if (!msg) return -EFAULT;
+  if (int err = too_many_buffers(fd, msg)) return err;
   int err;
-  int iovcnt = static_cast<int>(msg->msg_iovlen);  // as rdma-core 44's
+  int iovcnt = static_cast<int>(msg->msg_iovlen);  // at most IOV_MAX
   Socket* s = lookup_vector(fd, msg->msg_iov, iovcnt, &err);
   if (!s) return err;
   msghdr m = message(msg->msg_iov, static_cast<size_t>(iovcnt));
@@ -214,6 +229,22 @@ ssize_t recvmsg(int fd, msghdr* msg, int flags) {
     msg->msg_controllen = 0;  // no ancillary data, as recvmsg(2) says when it has none
   }
   return n;
+}
+
+// read(2) and readv(2) of no bytes return 0 at once, as the kernel's
+// sock_read_iter (rdma-core 44's wait for data, as a receive does).
+ssize_t read(int fd, void* buf, size_t len) {
+  if (!len) WITH_SOCKET(fd, 0);
+  return recv(fd, buf, len, 0);
+}
+
+ssize_t readv(int fd, const iovec* iov, int iovcnt) {
+  int err;
+  Socket* s = lookup_vector(fd, iov, iovcnt, &err);
+  if (!s) return err;
+  msghdr m = message(iov, static_cast<size_t>(iovcnt));
+  if (!iov_total(m)) return 0;
+  return s->recvmsg(m, 0);
 }
 
 }  // namespace rdmacm::rsocket

@@ -22,6 +22,10 @@ ssize_t recv(int fd, void* buf, size_t len, int flags);
 ssize_t recvfrom(int fd, void* buf, size_t len, int flags, sockaddr* src, socklen_t* src_len);
 ssize_t recvv(int fd, const iovec* iov, int iovcnt, int flags);
 ssize_t recvmsg(int fd, msghdr* msg, int flags);
+// read(2) and readv(2): as recv and recvv with no flags, except that no bytes
+// asked is 0 at once (recv(2) of no bytes waits for data, as TCP's).
+ssize_t read(int fd, void* buf, size_t len);
+ssize_t readv(int fd, const iovec* iov, int iovcnt);
 ssize_t send(int fd, const void* buf, size_t len, int flags);
 ssize_t sendto(int fd, const void* buf, size_t len, int flags, const sockaddr* dst,
                socklen_t dst_len);

@@ -369,6 +369,18 @@ int DatagramSocket::set_flags(int flags) {
 // As rdma-core 44's: everything but SOL_RDMA reaches the UDP socket first; the
 // buffer sizes and queue sizes are ours (until the first QP exists).
 int DatagramSocket::set_option(int level, int name, const void* value, socklen_t len) {
+  if (level == SOL_RDMA && (name == RDMA_IOMAPSIZE || name == RDMA_ROUTE)) {
+    // A stream's options: taken and unused until the first QP, as rdma-core
+    // 44 takes them (so one list of options fits every rsocket).
+    int v;
+    if (name == RDMA_IOMAPSIZE) {
+      if (int err = read_int(value, len, &v)) return err;
+    } else if (!value) {
+      return -EFAULT;
+    }
+    LockGuard lock(init_mutex_);
+    return endpoint_ ? -EINVAL : 0;
+  }
   if (level != SOL_RDMA) {
     if (::setsockopt(fd_, level, name, value, len)) return -errno;
     if (level != SOL_SOCKET || (name != SO_RCVBUF && name != SO_SNDBUF)) return 0;

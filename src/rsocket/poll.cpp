@@ -11,10 +11,12 @@
 // sleep rings, so that each re-checks before sleeping again.
 #include "rsocket/poll.h"
 
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <vector>
 
@@ -90,9 +92,23 @@ int sleep_until_ready(pollfd* fds, nfds_t nfds, int timeout, uint64_t start) {
   }
 }
 
+// poll(2)'s bound: more descriptors than RLIMIT_NOFILE is EINVAL, before
+// any is looked at (rpoll read past the array, and crashed). The limit is
+// read again only when nfds passes the last one read (a limit lowered since
+// is not seen).
+bool past_nofile_limit(nfds_t nfds) {
+  static std::atomic<rlim_t> known{0};
+  if (nfds <= known.load(std::memory_order_relaxed)) return false;
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl)) return false;
+  known.store(rl.rlim_cur, std::memory_order_relaxed);
+  return nfds > rl.rlim_cur;
+}
+
 }  // namespace
 
 int poll(pollfd* fds, nfds_t nfds, int timeout) {
+  if (past_nofile_limit(nfds)) return -EINVAL;
   if (!fds && nfds) return -EFAULT;
   int n = check(fds, nfds);
   if (n || !timeout) return n;

@@ -14,6 +14,7 @@
 #include <new>
 
 #include "core/cm.h"
+#include "rsocket/caller_memory.h"
 #include "rsocket/clock.h"
 #include "rsocket/config.h"
 #include "rsocket/kernel_fds.h"
@@ -25,10 +26,23 @@
 namespace rdmacm::rsocket {
 namespace {
 
-void copy_addr(sockaddr* dst, const sockaddr* src, socklen_t* len) {
-  socklen_t size = src->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-  std::memcpy(dst, src, std::min(*len, size));
-  *len = size;
+constexpr socklen_t kSin6LenRfc2133 = 24;  // the kernel's SIN6_LEN_RFC2133
+
+// An address's size by its family (AF_INET6: the RFC 2133 sockaddr_in6 the
+// kernel still takes, without the scope id, when binding).
+socklen_t addr_size(const sockaddr* a) {
+  switch (a->sa_family) {
+    case AF_INET:
+      return sizeof(sockaddr_in);
+    case AF_IB:
+      return sizeof(sockaddr_ib);
+    default:
+      return sizeof(sockaddr_in6);
+  }
+}
+
+int copy_addr(sockaddr* dst, const sockaddr* src, socklen_t* len) {
+  return give_addr(src, addr_size(src), dst, len);
 }
 
 }  // namespace
@@ -74,9 +88,16 @@ StreamSocket::~StreamSocket() {
     if (fd >= 0) ::close(fd);
 }
 
+// As the kernel's bind: an address shorter than its family's is EINVAL
+// (rdma-core 44 reads past it), one it cannot read EFAULT.
 int StreamSocket::bind(const sockaddr* addr, socklen_t len) {
-  if (!addr || len < sizeof(sa_family_t)) return -EINVAL;
-  if (int err = core::bind_addr(id_, addr)) return err;
+  sockaddr_storage a{};
+  if (static_cast<int>(len) <= 0 || len > sizeof(a)) return -EINVAL;
+  if (int err = copy_from_caller(&a, addr, len)) return err;
+  auto* sa = reinterpret_cast<const sockaddr*>(&a);
+  socklen_t least = sa->sa_family == AF_INET6 ? kSin6LenRfc2133 : addr_size(sa);
+  if (len < least) return -EINVAL;
+  if (int err = core::bind_addr(id_, sa)) return err;
   state_ = kBound;
   return 0;
 }
@@ -284,7 +305,12 @@ constexpr int kShutdownWaitMs = 5000;
 
 int StreamSocket::shutdown(int how) {
   if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) return -EINVAL;
+  // As TCP: a socket that never connected (or failed to) is ENOTCONN;
+  // rdma-core 44 answers 0.
+  int state = state_;
+  if (state == kInit || state == kBound || state == kConnectError) return -ENOTCONN;
   int err = 0;
+  bool wake_reader = false;
   if (state_ & kConnected) {
     wire::Ctrl ctrl = wire::Ctrl::disconnect;
     bool send = true;
@@ -303,9 +329,16 @@ int StreamSocket::shutdown(int how) {
       } else {
         state_ &= ~kReadable;
         send = !(state_ & kWritable);
+        wake_reader = !send;
       }
     }
     if (send) err = send_ctrl(ctrl, kShutdownWaitMs);
+    // A thread asleep in a receive must see that reading is over (TCP wakes
+    // it: 0). It sleeps on the CQ: a keep-alive probe (a write of no bytes,
+    // which the peer's rsocket never sees) completes there and wakes it.
+    // When no control slot is free, the completion of one in flight will.
+    if (wake_reader) send_keepalive();
+    announce_state_change();  // rpoll and repoll sleepers look again
   }
   if (!err && (state_ & kConnected) && !wait_sends_done(kShutdownWaitMs)) err = -ETIMEDOUT;
   if (state_ & kDisconnected) {
@@ -375,16 +408,15 @@ void StreamSocket::finish_close() {
   if (id_->qp) core::flush_qp(id_);
 }
 
+// As TCP: no peer before the connection is made (rdma-core 44 gives the
+// address being connected to, or zeros); still one after the peer left.
 int StreamSocket::peer_name(sockaddr* addr, socklen_t* len) {
-  if (!addr || !len) return -EFAULT;
-  copy_addr(addr, &id_->route.addr.dst_addr, len);
-  return 0;
+  if (!(state_ & kConnected) && state_ != kDisconnected) return -ENOTCONN;
+  return copy_addr(addr, &id_->route.addr.dst_addr, len);
 }
 
 int StreamSocket::sock_name(sockaddr* addr, socklen_t* len) {
-  if (!addr || !len) return -EFAULT;
-  copy_addr(addr, &id_->route.addr.src_addr, len);
-  return 0;
+  return copy_addr(addr, &id_->route.addr.src_addr, len);
 }
 
 bool StreamSocket::set_nonblocking(bool on) {

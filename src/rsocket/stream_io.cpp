@@ -144,6 +144,9 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
   }
   if (state_ & kError) return connection_error();
   if (!(state_ & kConnected)) return state_ & kDisconnected ? -EPIPE : -ENOTCONN;
+  // Our own writing is shut (nothing else ends it while connected): EPIPE,
+  // as TCP, even for no bytes (rdma-core 44 sends on while there is room).
+  if (!(state_ & kWritable)) return -EPIPE;
   LockGuard lock(send_mutex_);
   if (iomaps_pending_.load(std::memory_order_acquire)) {
     if (int err = send_iomaps(flags)) return err;
@@ -186,6 +189,9 @@ short StreamSocket::poll_state(short events) {
       if ((events & POLLIN) && conn_have_data()) revents |= POLLIN;
       if ((events & POLLOUT) && can_send()) revents |= POLLOUT;
       if ((events & POLLRDHUP) && !(state_ & kReadable)) revents |= POLLRDHUP;  // peer shut writing
+      // Both ways shut while connected (our SHUT_RDWR, or our SHUT_RD and
+      // SHUT_WR): hung up, as tcp_poll says when both directions are shut.
+      if ((state_ & kConnected) && !(state_ & (kReadable | kWritable))) revents |= POLLHUP;
       // Hung up only once everything the peer sent has been read (rdma-core 44
       // reports POLLHUP with data still queued, and rstream -T a fails).
       if (!(state_ & kConnected)) {

@@ -181,12 +181,8 @@ int StreamSocket::get_option(int level, int name, void* value, socklen_t* len) {
         case SO_OOBINLINE:
           return write_int(value, len, bit(so_opts_, name));
         case SO_LINGER: {
-          if (!value || !len) return -EFAULT;
-          if (*len < sizeof(linger)) return -EINVAL;
           linger l{!bit(so_opts_, name), 0};
-          std::memcpy(value, &l, sizeof(l));
-          *len = sizeof(l);
-          return 0;
+          return give_option(&l, sizeof(l), value, len);
         }
         case SO_ERROR: {
           int err = write_int(value, len, err_);

@@ -16,10 +16,16 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
+#include <chrono>
 #include <cstring>
+#include <future>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -30,6 +36,8 @@
 
 namespace rdmacm::rxe {
 namespace {
+
+using namespace std::chrono_literals;
 
 sockaddr* sa(sockaddr_in* a) { return reinterpret_cast<sockaddr*>(a); }
 
@@ -323,6 +331,86 @@ TEST(Preload, NoRdmaListenerFallsBackToTcp) {
   close(c);
   syscall(SYS_close, s);
   syscall(SYS_close, l);
+}
+
+// As TCP (measured on the kernel's): a send after one's own shutdown of
+// writing fails with EPIPE and raises SIGPIPE at the sending thread, unless
+// the call says MSG_NOSIGNAL; write, writev and sendfile, which cannot say
+// it, raise it.
+std::atomic<int> sigpipes{0};
+std::atomic<pid_t> sigpipe_tid{0};
+
+TEST(Preload, ASendAfterShutdownOfWritingRaisesSigpipeUnlessMsgNosignal) {
+  if (fork_safe()) GTEST_SKIP();
+  Pair p(7614);
+  ASSERT_EQ(shutdown(p.client, SHUT_WR), 0) << strerror(errno);
+  struct sigaction count {}, old{};
+  count.sa_handler = [](int) {
+    sigpipes++;
+    sigpipe_tid = static_cast<pid_t>(syscall(SYS_gettid));
+  };
+  sigaction(SIGPIPE, &count, &old);
+  sigpipes = 0;
+  errno = 0;
+  EXPECT_EQ(send(p.client, "a", 1, 0), -1);
+  EXPECT_EQ(errno, EPIPE);
+  EXPECT_EQ(sigpipes, 1);
+  EXPECT_EQ(sigpipe_tid, static_cast<pid_t>(syscall(SYS_gettid))) << "not the sending thread";
+  errno = 0;
+  EXPECT_EQ(send(p.client, "a", 1, MSG_NOSIGNAL), -1);
+  EXPECT_EQ(errno, EPIPE);
+  EXPECT_EQ(sigpipes, 1);
+  char c = 'b';
+  iovec iov{&c, 1};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  errno = 0;
+  EXPECT_EQ(sendmsg(p.client, &m, MSG_NOSIGNAL), -1);
+  EXPECT_EQ(errno, EPIPE);
+  EXPECT_EQ(sigpipes, 1);
+  errno = 0;
+  EXPECT_EQ(sendto(p.client, "a", 1, 0, nullptr, 0), -1);
+  EXPECT_EQ(errno, EPIPE);
+  EXPECT_EQ(sigpipes, 2);
+  errno = 0;
+  EXPECT_EQ(write(p.client, "a", 1), -1);
+  EXPECT_EQ(errno, EPIPE);
+  EXPECT_EQ(sigpipes, 3);
+  errno = 0;
+  EXPECT_EQ(writev(p.client, &iov, 1), -1);
+  EXPECT_EQ(errno, EPIPE);
+  EXPECT_EQ(sigpipes, 4);
+  sigaction(SIGPIPE, &old, nullptr);
+}
+
+// As TCP: read(2) of no bytes returns 0 at once on an idle connection.
+TEST(Preload, AReadOfNoBytesReturnsAtOnce) {
+  if (fork_safe()) GTEST_SKIP();
+  Pair p(7615);
+  char buf[4];
+  auto done = std::async(std::launch::async, [&] { return read(p.server, buf, 0); });
+  bool returned = done.wait_for(test::scaled(5s)) == std::future_status::ready;
+  if (!returned) write(p.client, "!", 1);  // let it go
+  EXPECT_TRUE(returned) << "read of no bytes waited for data";
+  EXPECT_EQ(done.get(), 0);
+}
+
+// As poll(2): more descriptors than RLIMIT_NOFILE is EINVAL, whatever they
+// are (the preload looked at each for an rsocket, past the array).
+TEST(Preload, PollOfMoreDescriptorsThanTheLimitIsInvalid) {
+  if (fork_safe()) GTEST_SKIP();
+  Pair p(7616);
+  rlimit rl{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+  ASSERT_LT(rl.rlim_cur, 1u << 24) << "too many to make";
+  std::vector<pollfd> fds(rl.rlim_cur + 1, pollfd{-1, 0, 0});
+  fds[0] = {p.server, POLLIN, 0};
+  errno = 0;
+  EXPECT_EQ(poll(fds.data(), fds.size(), 0), -1);
+  EXPECT_EQ(errno, EINVAL);
+  errno = 0;
+  EXPECT_EQ(poll(fds.data(), fds.size() - 1, 0), 0) << strerror(errno);
 }
 
 TEST(PreloadFork, AChildServesAConnectionAcceptedBeforeTheFork) {

@@ -167,6 +167,20 @@ TEST(Repoll, HangUpWhenThePeerCloses) {
   EXPECT_EQ(rrecv(p.server, &c, 1, 0), 0);  // end of file, as reported
 }
 
+// As tcp_poll: one's own SHUT_RDWR is a hang-up (with readable: a read
+// returns 0); SHUT_WR alone leaves the socket writable and nothing else.
+TEST(Repoll, HangUpAfterOwnShutdownOfBothDirections) {
+  for (int how : {SHUT_WR, SHUT_RDWR}) {
+    Pair p(7646 + how);
+    Set set;
+    ASSERT_EQ(set.add(p.client, EPOLLIN | EPOLLOUT | EPOLLRDHUP, 9), 0);
+    ASSERT_EQ(rshutdown(p.client, how), 0) << strerror(errno);
+    uint32_t expected = how == SHUT_WR ? uint32_t(EPOLLOUT)
+                                       : uint32_t(EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLHUP);
+    EXPECT_EQ(set.one(5000), expected) << "how " << how << ": " << std::hex << set.got[0].events;
+  }
+}
+
 TEST(Repoll, AListenerIsReadableOnAnIncomingConnection) {
   int l = listener(7624);
   Set set;

@@ -169,6 +169,37 @@ TEST_F(RsocketDgramTest, Options) {
   EXPECT_ERRNO(rsetsockopt(fd, SOL_RDMA, RDMA_IOMAPSIZE, &v, sizeof(v)), EINVAL);
 }
 
+// rdma-core 44 takes RDMA_IOMAPSIZE and RDMA_ROUTE on any socket before it
+// is bound (0), so a program may set one list of options on every rsocket.
+TEST_F(RsocketDgramTest, StreamOnlyRdmaOptionsAreTakenBeforeBindAsRdmaCore) {
+  int v = 8;
+  EXPECT_EQ(rsetsockopt(fd, SOL_RDMA, RDMA_IOMAPSIZE, &v, sizeof(v)), 0) << strerror(errno);
+  EXPECT_ERRNO(rsetsockopt(fd, SOL_RDMA, RDMA_IOMAPSIZE, &v, 1), EINVAL);
+  EXPECT_ERRNO(rsetsockopt(fd, SOL_RDMA, RDMA_ROUTE, nullptr, 32), EFAULT);
+  uint8_t route[32] = {};
+  EXPECT_EQ(rsetsockopt(fd, SOL_RDMA, RDMA_ROUTE, route, sizeof(route)), 0) << strerror(errno);
+  sockaddr_in a = loopback(0);
+  ASSERT_EQ(rbind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  EXPECT_ERRNO(rsetsockopt(fd, SOL_RDMA, RDMA_IOMAPSIZE, &v, sizeof(v)), EINVAL);
+}
+
+// What the kernel's UDP answers (measured), ours too.
+TEST_F(RsocketDgramTest, UnconnectedAndBadArgumentsAnswerAsUdp) {
+  sockaddr_in a{};
+  socklen_t len = sizeof(a);
+  auto* sa = reinterpret_cast<sockaddr*>(&a);
+  EXPECT_ERRNO(rgetpeername(fd, sa, &len), ENOTCONN);
+  EXPECT_ERRNO(rshutdown(fd, SHUT_RDWR), ENOTCONN);
+  EXPECT_ERRNO(rgetsockname(fd, sa, reinterpret_cast<socklen_t*>(1)), EFAULT);
+  int v = 0;
+  len = static_cast<socklen_t>(-1);
+  EXPECT_ERRNO(rgetsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &len), EINVAL);
+  EXPECT_ERRNO(rgetsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, reinterpret_cast<socklen_t*>(1)), EFAULT);
+  a = loopback(0);
+  EXPECT_ERRNO(rbind(fd, sa, sizeof(a) - 1), EINVAL);
+  EXPECT_ERRNO(rbind(fd, nullptr, sizeof(a)), EFAULT);
+}
+
 // Sizes set from one thread while another binds (which fixes them) and reads
 // them: every access under the one lock that fixes them. Under
 // ThreadSanitizer this failed while setsockopt wrote them under another lock

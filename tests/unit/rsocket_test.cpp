@@ -4,9 +4,11 @@
 #include <rdma/rsocket.h>
 #include <netinet/tcp.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <vector>
 
 #include "fixture.h"
 #include "rsocket/protocol.h"
@@ -174,7 +176,8 @@ TEST_F(RsocketTest, StreamVectorCallsBeforeItConnects) {
   msg.msg_control = &control;
   msg.msg_controllen = sizeof(control);
   EXPECT_FAILS_WITH(rsendmsg(s, &msg, 0), ENOTSUP);
-  EXPECT_FAILS_WITH(rrecvmsg(s, &msg, 0), ENOTSUP);
+  // A control buffer to receive into is taken (given back empty), as recvmsg(2).
+  EXPECT_FAILS_WITH(rrecvmsg(s, &msg, 0), ENOTCONN);
   // No data: the source is left as it was.
   sockaddr_in from{};
   from.sin_port = 7;
@@ -205,7 +208,14 @@ TEST_F(RsocketTest, OptionsCheckTheirValues) {
   EXPECT_EQ(rgetsockopt(s, IPPROTO_TCP, TCP_NODELAY, &v, &len), 0);
   EXPECT_EQ(v, 1);
   EXPECT_EQ(len, sizeof(int));
+  // As the kernel's getsockopt: a short room takes the value's first bytes
+  // (measured: 1 byte of SO_ERROR, TCP_NODELAY), a negative one is EINVAL.
   len = 1;
+  v = 0x7f7f7f7f;
+  EXPECT_EQ(rgetsockopt(s, IPPROTO_TCP, TCP_NODELAY, &v, &len), 0);
+  EXPECT_EQ(len, 1u);
+  EXPECT_EQ(v, 0x7f7f7f01);
+  len = static_cast<socklen_t>(-1);
   EXPECT_FAILS_WITH(rgetsockopt(s, SOL_SOCKET, SO_ERROR, &v, &len), EINVAL);
   EXPECT_FAILS_WITH(rgetsockopt(s, SOL_SOCKET, SO_ERROR, &v, nullptr), EFAULT);
   // Buffer sizes double, as the kernel's do (and rdma-core's).
@@ -219,6 +229,56 @@ TEST_F(RsocketTest, OptionsCheckTheirValues) {
   EXPECT_EQ(rgetsockopt(s, SOL_RDMA, RDMA_SQSIZE, &v, &len), 0);
   EXPECT_EQ(v, 100);
   EXPECT_EQ(rclose(s), 0);
+}
+
+// What the kernel's TCP answers (measured) for a socket that is not
+// connected, and for bad lengths and pointers; rdma-core 44 answers 0 to
+// rgetpeername, rbind and rshutdown here, and crashes on the pointers.
+TEST_F(RsocketTest, AnUnconnectedStreamAnswersAsTcp) {
+  int s = ::rsocket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(s, 0) << strerror(errno);
+  sockaddr_in a{};
+  socklen_t len = sizeof(a);
+  auto* sa = reinterpret_cast<sockaddr*>(&a);
+  EXPECT_FAILS_WITH(rgetpeername(s, sa, &len), ENOTCONN);
+  EXPECT_FAILS_WITH(rshutdown(s, SHUT_RDWR), ENOTCONN);
+  EXPECT_FAILS_WITH(rshutdown(s, 42), EINVAL);
+  // Bad pointers: EFAULT, never a crash.
+  EXPECT_FAILS_WITH(rgetsockname(s, sa, reinterpret_cast<socklen_t*>(1)), EFAULT);
+  EXPECT_FAILS_WITH(rgetsockname(s, reinterpret_cast<sockaddr*>(1), &len), EFAULT);
+  EXPECT_FAILS_WITH(rgetsockname(s, nullptr, nullptr), EFAULT);
+  int v;
+  EXPECT_FAILS_WITH(rgetsockopt(s, SOL_SOCKET, SO_ERROR, &v, reinterpret_cast<socklen_t*>(1)),
+                    EFAULT);
+  len = static_cast<socklen_t>(-1);
+  EXPECT_FAILS_WITH(rgetsockname(s, sa, &len), EINVAL);
+  // No room: only the size is told.
+  len = 0;
+  EXPECT_EQ(rgetsockname(s, nullptr, &len), 0) << strerror(errno);
+  EXPECT_EQ(len, sizeof(sockaddr_in));
+  // An address shorter than its family's is EINVAL, none at all EFAULT.
+  a = ipv4("127.0.0.1", 0);
+  EXPECT_FAILS_WITH(rbind(s, sa, sizeof(a) - 1), EINVAL);
+  EXPECT_FAILS_WITH(rbind(s, sa, 0), EINVAL);
+  EXPECT_FAILS_WITH(rbind(s, nullptr, sizeof(a)), EFAULT);
+  sockaddr_in6 a6{};
+  a6.sin6_family = AF_INET6;
+  EXPECT_FAILS_WITH(rbind(s, reinterpret_cast<sockaddr*>(&a6), 23), EINVAL);
+  EXPECT_EQ(rclose(s), 0);
+}
+
+// poll(2): more descriptors than RLIMIT_NOFILE is EINVAL, before any is
+// looked at.
+TEST_F(RsocketTest, PollOfMoreDescriptorsThanTheLimitIsInvalid) {
+  rlimit rl{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+  ASSERT_LT(rl.rlim_cur, 1u << 24) << "too many to make";
+  std::vector<pollfd> fds(rl.rlim_cur + 1, pollfd{-1, 0, 0});
+  EXPECT_FAILS_WITH(rpoll(fds.data(), fds.size(), 0), EINVAL);
+  EXPECT_EQ(rpoll(fds.data(), fds.size() - 1, 0), 0) << strerror(errno);
+  pollfd one{-1, 0, 0};
+  EXPECT_FAILS_WITH(rpoll(&one, nfds_t{1} << 40, 0), EINVAL);
+  EXPECT_FAILS_WITH(rpoll(&one, ~nfds_t{0}, 0), EINVAL);
 }
 
 TEST_F(RsocketTest, PollAndSelectTakeOrdinaryFdsAndRefuseBadArguments) {

@@ -1,0 +1,246 @@
+// Stream rsockets answering as the kernel's TCP does (the reference for
+// everything a socket program can observe), through the public r* calls on
+// the device: a send after one's own shutdown, a reader woken by shutdown,
+// reads of no bytes, readiness after one's own shutdowns, message vectors
+// past IOV_MAX, MSG_MORE. Each expectation was measured on the kernel's TCP
+// first (a plain-socket program over loopback, Linux 6.18). Run against ours
+// and rdma-core's library (RDMACM_REFERENCE): where rdma-core 44 answers
+// otherwise, the test skips there and says what rdma-core does.
+#include <gtest/gtest.h>
+#include <rdma/rsocket.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <cstdio>
+#include <functional>
+#include <future>
+#include <string>
+#include <thread>
+
+#include "../common/time_scale.h"
+#include "rsocket_pair.h"
+#include "rxe_env.h"
+
+namespace rdmacm::rxe {
+namespace {
+
+using namespace std::chrono_literals;
+using test::scaled;
+
+// Whether SIGPIPE is pending for this thread (blocked around the calls, so a
+// signal raised by them stays pending instead of killing the test).
+struct SigpipeWatch {
+  sigset_t pipe, old;
+  SigpipeWatch() {
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &old);
+  }
+  bool raised() {
+    sigset_t pending;
+    sigpending(&pending);
+    if (!sigismember(&pending, SIGPIPE)) return false;
+    timespec none{0, 0};
+    sigtimedwait(&pipe, nullptr, &none);  // take it
+    return true;
+  }
+  ~SigpipeWatch() { pthread_sigmask(SIG_SETMASK, &old, nullptr); }
+};
+
+// Until thread tid sleeps (its state in /proc is S), for at most 5 s scaled:
+// a reader past its spin, asleep on the CQ. (A reader that never got there
+// is no failure: what it returns must be the same.)
+void wait_asleep(pid_t tid) {
+  std::string path = "/proc/self/task/" + std::to_string(tid) + "/stat";
+  auto until = std::chrono::steady_clock::now() + scaled(5s);
+  while (std::chrono::steady_clock::now() < until) {
+    FILE* f = std::fopen(path.c_str(), "re");
+    if (!f) return;  // the thread is gone: it returned
+    char stat[512] = {};
+    bool read = std::fgets(stat, sizeof(stat), f) != nullptr;
+    std::fclose(f);
+    if (!read) return;
+    const char* at = std::strrchr(stat, ')');
+    if (at && at[1] == ' ' && at[2] == 'S') return;
+    std::this_thread::yield();
+  }
+}
+
+// A read on `fd` in a thread of its own: its result if it returned within
+// `bound`, else (after a byte from `peer` unblocked it) -2.
+template <class Read>
+ssize_t read_within(std::chrono::milliseconds bound, int peer, Read read,
+                    const std::function<void()>& meanwhile = {}) {
+  std::promise<pid_t> tid;
+  auto done = std::async(std::launch::async, [&] {
+    tid.set_value(static_cast<pid_t>(syscall(SYS_gettid)));
+    return read();
+  });
+  wait_asleep(tid.get_future().get());
+  if (meanwhile) meanwhile();
+  if (done.wait_for(bound) == std::future_status::ready) return done.get();
+  rsend(peer, "!", 1, 0);
+  done.wait();
+  return -2;
+}
+
+// TCP: -1 EPIPE once one's own writing is shut, whatever the size, through
+// every send call; the r* calls raise no SIGPIPE (the preload does). Reading
+// alone shut leaves sending as it was.
+TEST(RsocketAsTcp, SendAfterOwnShutdownOfWritingFailsWithEpipe) {
+  if (reference()) GTEST_SKIP() << "rdma-core 44 sends after SHUT_WR and SHUT_RDWR";
+  for (int how : {SHUT_WR, SHUT_RDWR}) {
+    Pair p(7650 + how);
+    ASSERT_EQ(rshutdown(p.client, how), 0) << strerror(errno);
+    SigpipeWatch watch;
+    char c = 'x';
+    iovec iov{&c, 1};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    errno = 0;
+    EXPECT_EQ(rsend(p.client, &c, 1, 0), -1);
+    EXPECT_EQ(errno, EPIPE) << "how " << how;
+    errno = 0;
+    EXPECT_EQ(rsend(p.client, &c, 0, 0), -1);
+    EXPECT_EQ(errno, EPIPE) << "no bytes, how " << how;
+    errno = 0;
+    EXPECT_EQ(rwrite(p.client, &c, 1), -1);
+    EXPECT_EQ(errno, EPIPE);
+    errno = 0;
+    EXPECT_EQ(rwritev(p.client, &iov, 1), -1);
+    EXPECT_EQ(errno, EPIPE);
+    errno = 0;
+    EXPECT_EQ(rsendmsg(p.client, &m, MSG_NOSIGNAL), -1);
+    EXPECT_EQ(errno, EPIPE);
+    EXPECT_FALSE(watch.raised()) << "the r* calls raise no SIGPIPE";
+  }
+  Pair p(7653);
+  ASSERT_EQ(rshutdown(p.client, SHUT_RD), 0) << strerror(errno);
+  EXPECT_EQ(rsend(p.client, "y", 1, 0), 1) << strerror(errno);
+  char c = 0;
+  EXPECT_EQ(rrecv(p.server, &c, 1, MSG_WAITALL), 1);
+  EXPECT_EQ(c, 'y');
+}
+
+// TCP: shutdown(SHUT_RD) wakes a thread asleep in recv on that socket, which
+// returns 0 (measured: at once); later receives return 0 at once.
+TEST(RsocketAsTcp, ShutdownOfReadingWakesABlockedReader) {
+  if (reference()) GTEST_SKIP() << "rdma-core 44 leaves the reader asleep";
+  for (int how : {SHUT_RD, SHUT_RDWR}) {
+    Pair p(7654 + how);
+    char buf[8];
+    ssize_t got = read_within(
+        scaled(5000ms), p.client, [&] { return rrecv(p.server, buf, sizeof(buf), 0); },
+        [&] { EXPECT_EQ(rshutdown(p.server, how), 0) << strerror(errno); });
+    EXPECT_EQ(got, 0) << "-2: still asleep after the shutdown";
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(rrecv(p.server, buf, sizeof(buf), 0), 0);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, scaled(1s));
+  }
+}
+
+// TCP: what arrived before shutdown(SHUT_RD) is still read, then 0.
+TEST(RsocketAsTcp, DataBufferedBeforeShutdownOfReadingIsReadThenEndOfFile) {
+  Pair p(7657);
+  ASSERT_EQ(rsend(p.client, "hello", 5, 0), 5);
+  pollfd pfd{p.server, POLLIN, 0};
+  ASSERT_EQ(rpoll(&pfd, 1, test::scaled_ms(5000)), 1);
+  ASSERT_EQ(rshutdown(p.server, SHUT_RD), 0) << strerror(errno);
+  char buf[8] = {};
+  EXPECT_EQ(rrecv(p.server, buf, sizeof(buf), 0), 5);
+  EXPECT_EQ(std::string(buf, 5), "hello");
+  EXPECT_EQ(rrecv(p.server, buf, sizeof(buf), 0), 0);
+}
+
+// TCP: read(2) and readv(2) of no bytes return 0 at once (sock_read_iter);
+// recv(2) of no bytes waits for data as any receive does (measured: a
+// blocking one returns 0 when the peer sends, a non-blocking one EAGAIN).
+TEST(RsocketAsTcp, AReadOfNoBytesReturnsAtOnce) {
+  if (reference()) GTEST_SKIP() << "rdma-core 44's rread of no bytes waits for data";
+  Pair p(7658);
+  char buf[4];
+  EXPECT_EQ(read_within(scaled(5000ms), p.client, [&] { return rread(p.server, buf, 0); }), 0);
+  iovec none{buf, 0};
+  EXPECT_EQ(read_within(scaled(5000ms), p.client, [&] { return rreadv(p.server, &none, 1); }), 0);
+  errno = 0;
+  EXPECT_EQ(rrecv(p.server, buf, 0, MSG_DONTWAIT), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  // Nothing was taken: the byte each rescue sent (none, if all went well).
+  EXPECT_EQ(rrecv(p.server, buf, sizeof(buf), MSG_DONTWAIT), -1);
+}
+
+// TCP (tcp_poll): after SHUT_RD, POLLIN and POLLRDHUP (a read returns 0);
+// after SHUT_WR, POLLOUT only; after SHUT_RDWR, POLLHUP besides, even when
+// not asked for. Writable stays as it was: a send then says EPIPE.
+TEST(RsocketAsTcp, PollAfterOwnShutdownsAnswersAsTcpPoll) {
+  if (reference()) GTEST_SKIP() << "rdma-core 44: POLLIN after SHUT_WR, no POLLRDHUP after SHUT_RDWR";
+  const short asked = POLLIN | POLLOUT | POLLRDHUP;
+  struct Case {
+    int how;
+    short revents;
+  } cases[] = {{SHUT_RD, POLLIN | POLLOUT | POLLRDHUP},
+               {SHUT_WR, POLLOUT},
+               {SHUT_RDWR, POLLIN | POLLOUT | POLLRDHUP | POLLHUP}};
+  for (const Case& c : cases) {
+    Pair p(7659 + c.how);
+    ASSERT_EQ(rshutdown(p.client, c.how), 0) << strerror(errno);
+    pollfd pfd{p.client, asked, 0};
+    EXPECT_GE(rpoll(&pfd, 1, 0), 0);
+    EXPECT_EQ(pfd.revents, c.revents) << "how " << c.how << ": " << std::hex << pfd.revents;
+    pfd = {p.client, 0, 0};
+    EXPECT_GE(rpoll(&pfd, 1, 0), 0);
+    EXPECT_EQ(pfd.revents, c.revents & POLLHUP) << "how " << c.how << ", nothing asked";
+  }
+}
+
+// TCP: a message of more than UIO_MAXIOV (1024) buffers is EMSGSIZE
+// (msg_iovlen is a size_t: rdma-core 44 casts it to int, so 1 << 32 buffers
+// read as none: end-of-file); readv(2) and writev(2) past it, EINVAL.
+TEST(RsocketAsTcp, MessagesOfMoreBuffersThanIovMaxAreTooLong) {
+  if (reference()) GTEST_SKIP() << "rdma-core 44 casts msg_iovlen to int and reads past the vector";
+  Pair p(7662);
+  ASSERT_EQ(rsend(p.client, "z", 1, 0), 1);
+  char c = 0;
+  iovec iov{&c, 1};
+  for (size_t count : {size_t{IOV_MAX} + 1, size_t{1} << 32, (size_t{1} << 31) + 1, SIZE_MAX}) {
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = count;
+    errno = 0;
+    EXPECT_EQ(rrecvmsg(p.server, &m, MSG_DONTWAIT), -1) << count;
+    EXPECT_EQ(errno, EMSGSIZE) << count;
+    errno = 0;
+    EXPECT_EQ(rsendmsg(p.client, &m, MSG_DONTWAIT), -1) << count;
+    EXPECT_EQ(errno, EMSGSIZE) << count;
+  }
+  errno = 0;
+  EXPECT_EQ(rreadv(p.server, &iov, IOV_MAX + 1), -1);
+  EXPECT_EQ(errno, EINVAL);
+  errno = 0;
+  EXPECT_EQ(rwritev(p.client, &iov, IOV_MAX + 1), -1);
+  EXPECT_EQ(errno, EINVAL);
+  // Nothing was read or sent: the byte is still there, alone.
+  EXPECT_EQ(rrecv(p.server, &c, 1, MSG_WAITALL), 1);
+  EXPECT_EQ(c, 'z');
+  EXPECT_EQ(rrecv(p.server, &c, 1, MSG_DONTWAIT), -1);
+}
+
+// MSG_MORE is a hint: the send is taken and its bytes arrive (TCP holds them
+// back for up to 200 ms; ours sends them at once: rsocket(7)).
+TEST(RsocketAsTcp, ASendWithMsgMoreIsTaken) {
+  Pair p(7663);
+  EXPECT_EQ(rsend(p.client, "ab", 2, MSG_MORE), 2) << strerror(errno);
+  EXPECT_EQ(rsend(p.client, "c", 1, 0), 1) << strerror(errno);
+  char buf[4] = {};
+  EXPECT_EQ(recv_all(p.server, buf, 3), 3);
+  EXPECT_EQ(std::string(buf, 3), "abc");
+}
+
+}  // namespace
+}  // namespace rdmacm::rxe
