@@ -6,6 +6,8 @@
 
 #include "config.h"
 #include "interpose.h"
+#include "listener.h"
+#include "trace.h"
 
 using namespace rspreload;
 
@@ -37,21 +39,7 @@ int accept_common(int fd, sockaddr* addr, socklen_t* len, int flags, bool with_f
     return nfd;
   }
   if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) return fail(EINVAL);
-  int rfd = raccept(e->rfd, addr, len);
-  if (rfd < 0) return -1;
-  int nfd = make_placeholder(e->domain, SOCK_STREAM | flags);
-  if (nfd < 0) {
-    int saved = errno;
-    rclose(rfd);
-    return fail(saved);
-  }
-  if (flags & SOCK_NONBLOCK) rfcntl(rfd, F_SETFL, O_NONBLOCK);
-  if (!adopt(nfd, Kind::rsocket, rfd, e->domain)) {
-    int saved = errno;
-    real::close(nfd);
-    return fail(saved);
-  }
-  return nfd;
+  return accept_listener(fd, e, addr, len, flags);
 }
 
 // No RDMA path: from now on the placeholder, a kernel socket already carrying
@@ -106,7 +94,11 @@ RSPRELOAD_EXPORT int bind(int fd, const sockaddr* addr, socklen_t len) noexcept 
 }
 
 RSPRELOAD_EXPORT int listen(int fd, int backlog) noexcept {
-  if (Entry* e = rsocket_entry(fd)) return rlisten(e->rfd, backlog);
+  if (Entry* e = rsocket_entry(fd)) {
+    if (rlisten(e->rfd, backlog)) return -1;
+    listen_on_kernel_too(fd, e, backlog);
+    return 0;
+  }
   int ret = real::listen(fd, backlog);
   Entry* pending = find_entry(fd);
   if (ret == 0 && pending && pending->kind.load() == Kind::fork_pending)

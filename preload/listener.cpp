@@ -1,0 +1,107 @@
+#include "listener.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <rdma/rsocket.h>
+#include <string.h>
+
+#include "interpose.h"
+#include "trace.h"
+
+namespace rspreload {
+namespace {
+
+// A connection the rsocket listener accepted, given to the program as a new
+// placeholder.
+int adopt_accepted(int rfd, int domain, int flags) {
+  int nfd = make_placeholder(domain, SOCK_STREAM | flags);
+  if (nfd < 0) {
+    int saved = errno;
+    rclose(rfd);
+    return fail(saved);
+  }
+  if (flags & SOCK_NONBLOCK) rfcntl(rfd, F_SETFL, O_NONBLOCK);
+  if (!adopt(nfd, Kind::rsocket, rfd, domain)) {
+    int saved = errno;
+    real::close(nfd);
+    return fail(saved);
+  }
+  return nfd;
+}
+
+int accept_rdma(Entry* e, sockaddr* addr, socklen_t* len, int flags) {
+  int rfd = raccept(e->rfd, addr, len);
+  return rfd < 0 ? -1 : adopt_accepted(rfd, e->domain, flags);
+}
+
+// A kernel TCP connection is the program's as it is: an ordinary descriptor
+// (a stale entry at its number, closed behind our back, is dropped).
+int accept_kernel(int twin, sockaddr* addr, socklen_t* len, int flags) {
+  int nfd = real::accept4(twin, addr, len, flags);
+  if (nfd >= 0) {
+    if (Entry* stale = unmap_fd(nfd)) release(stale);
+  }
+  return nfd;
+}
+
+bool would_block(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
+
+}  // namespace
+
+void listen_on_kernel_too(int fd, Entry* e, int backlog) {
+  int saved = errno;
+  if (e->twin.load(std::memory_order_acquire) >= 0) {
+    real::listen(fd, backlog);
+    errno = saved;
+    return;
+  }
+  sockaddr_storage a;
+  socklen_t len = sizeof a;
+  char text[80];
+  if ((e->domain != AF_INET && e->domain != AF_INET6) ||
+      rgetsockname(e->rfd, reinterpret_cast<sockaddr*>(&a), &len) || a.ss_family != e->domain) {
+    errno = saved;
+    return;
+  }
+  addr_text(reinterpret_cast<sockaddr*>(&a), len, text);
+  int twin = real::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (twin < 0 || real::bind(fd, reinterpret_cast<sockaddr*>(&a), len) ||
+      real::listen(fd, backlog)) {
+    trace("fd %d listens on RDMA only: kernel TCP cannot listen at %s (%s)", fd, text,
+          strerror(errno));
+    if (twin >= 0) real::close(twin);
+    errno = saved;
+    return;
+  }
+  e->twin.store(twin, std::memory_order_release);
+  trace("fd %d listens on RDMA and on kernel TCP at %s", fd, text);
+  errno = saved;
+}
+
+int accept_listener(int fd, Entry* e, sockaddr* addr, socklen_t* len, int flags) {
+  int twin = e->twin.load(std::memory_order_acquire);
+  if (twin < 0) return accept_rdma(e, addr, len, flags);
+  int fl = real::fcntl(fd, F_GETFL);
+  if (fl < 0) return -1;
+  bool blocking = !(fl & O_NONBLOCK);
+  // Alternating which side is looked at first: neither starves.
+  bool kernel_first = e->turn.fetch_add(1, std::memory_order_relaxed) & 1;
+  for (;;) {
+    pollfd p[2] = {{e->rfd, POLLIN, POLLIN}, {twin, POLLIN, POLLIN}};
+    if (blocking) {
+      p[0].revents = p[1].revents = 0;
+      if (rpoll(p, 2, -1) < 0) return -1;  // EINTR, as a kernel accept without SA_RESTART
+    }
+    for (int i = 0; i < 2; i++) {
+      bool kernel = (i == 0) == kernel_first;
+      if (!p[kernel ? 1 : 0].revents) continue;
+      int nfd = kernel ? accept_kernel(twin, addr, len, flags) : accept_rdma(e, addr, len, flags);
+      if (nfd >= 0 || !would_block(errno)) return nfd;
+    }
+    if (!blocking) return fail(EAGAIN);
+    // Both were ready and another thread or process took the connections:
+    // wait again.
+  }
+}
+
+}  // namespace rspreload
