@@ -73,6 +73,9 @@ RSPRELOAD_EXPORT int socket(int domain, int type, int protocol) noexcept {
     if (type & SOCK_NONBLOCK) rfcntl(rfd, F_SETFL, O_NONBLOCK);
     apply_settings(rfd);
     adopt(fd, Kind::rsocket, rfd, domain);
+  } else {
+    trace("fd %d: no rsocket (%s): the socket is kernel %s's", fd, strerror(errno),
+          base == SOCK_STREAM ? "TCP" : "UDP");
   }
   // Without an RDMA device the kernel's socket is the program's socket.
   errno = saved;
@@ -87,7 +90,16 @@ RSPRELOAD_EXPORT int bind(int fd, const sockaddr* addr, socklen_t len) noexcept 
     memcpy(&e->bound, addr, len);
     e->bound_len = len;
   } else if (ret < 0 && (errno == EADDRNOTAVAIL || errno == ENODEV)) {
-    fall_back_to_kernel(e);  // no RDMA device has that address
+    // No RDMA device has that address.
+    char text[80];
+    addr_text(addr, len, text);
+    if (!settings().fall_back) {
+      trace("fd %d: bind to %s: %s; not on kernel TCP (RS_FALLBACK=0)", fd, text, strerror(errno));
+      return -1;
+    }
+    trace("fd %d: bind to %s: %s; the socket is kernel TCP's from now on", fd, text,
+          strerror(errno));
+    fall_back_to_kernel(e);
     return real::bind(fd, addr, len);
   }
   return ret;
@@ -121,6 +133,15 @@ RSPRELOAD_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
     if (errno == EINPROGRESS || errno == EALREADY || errno == EISCONN || errno == EINTR ||
         errno == EAGAIN || errno == EBADF || errno == EFAULT || errno == EINVAL)
       return -1;
+    char text[80];
+    addr_text(addr, len, text);
+    if (!settings().fall_back) {
+      trace("fd %d: RDMA connect to %s failed: %s; no kernel TCP (RS_FALLBACK=0)", fd, text,
+            strerror(errno));
+      return -1;
+    }
+    trace("fd %d: RDMA connect to %s failed: %s; connecting over kernel TCP instead", fd, text,
+          strerror(errno));
     fall_back_to_kernel(e);
     if (e->bound_len) real::bind(fd, reinterpret_cast<sockaddr*>(&e->bound), e->bound_len);
   } else if (e && e->kind.load(std::memory_order_acquire) == Kind::fork_pending) {
