@@ -46,10 +46,9 @@ RSPRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) noexce
   int target = (k == Kind::rsocket || k == Kind::repoll) ? e->rfd : fd;
   int ret = repoll_ctl(set->rfd, op, target, ev);
   // A listener's kernel TCP side (listener.h) goes with it, under the same data.
-  int twin = k == Kind::rsocket ? e->twin.load(std::memory_order_acquire) : -1;
-  if (ret == 0 && twin >= 0) {
+  if (ret == 0 && k == Kind::rsocket && e->twin.load(std::memory_order_acquire)) {
     int saved = errno;
-    repoll_ctl(set->rfd, op, twin, ev);
+    repoll_ctl(set->rfd, op, fd, ev);
     errno = saved;
   }
   return ret;

@@ -1,12 +1,10 @@
 #include "fd_map.h"
 
-#include <errno.h>
 #include <rdma/rsocket.h>
 
 #include <new>
 
 #include "fork.h"
-#include "real_calls.h"
 
 namespace rspreload {
 namespace {
@@ -75,12 +73,6 @@ int release(Entry* e) {
   int ret = 0;
   Kind k = e->kind.load(std::memory_order_acquire);
   if ((k == Kind::rsocket || k == Kind::repoll) && e->rfd >= 0) ret = rclose(e->rfd);
-  int twin = e->twin.load(std::memory_order_acquire);
-  if (twin >= 0) {
-    int saved = errno;
-    real::close(twin);
-    errno = saved;
-  }
   delete e;
   return ret;
 }

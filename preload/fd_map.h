@@ -40,10 +40,8 @@ struct Entry {
   std::atomic<pid_t> mover{0};  // fork_pending: the process one of whose threads moves it (fork.cpp)
   sockaddr_storage bound{};  // what bind() gave, for a fall back to TCP
   socklen_t bound_len = 0;
-  // A listener's kernel TCP side (listener.h): the placeholder listens too,
-  // and `twin` is an unmapped duplicate of it (close-on-exec) through which
-  // rpoll and repoll watch it as the ordinary descriptor it is; -1 for none.
-  std::atomic<int> twin{-1};
+  // A listener whose placeholder listens on kernel TCP too (listener.h).
+  std::atomic<bool> twin{false};
   std::atomic<unsigned> turn{0};  // which side accept() looks at first
 };
 

@@ -36,8 +36,8 @@ int accept_rdma(Entry* e, sockaddr* addr, socklen_t* len, int flags) {
 
 // A kernel TCP connection is the program's as it is: an ordinary descriptor
 // (a stale entry at its number, closed behind our back, is dropped).
-int accept_kernel(int twin, sockaddr* addr, socklen_t* len, int flags) {
-  int nfd = real::accept4(twin, addr, len, flags);
+int accept_kernel(int fd, sockaddr* addr, socklen_t* len, int flags) {
+  int nfd = real::accept4(fd, addr, len, flags);
   if (nfd >= 0) {
     if (Entry* stale = unmap_fd(nfd)) release(stale);
   }
@@ -50,7 +50,7 @@ bool would_block(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 
 void listen_on_kernel_too(int fd, Entry* e, int backlog) {
   int saved = errno;
-  if (e->twin.load(std::memory_order_acquire) >= 0) {
+  if (e->twin.load(std::memory_order_acquire)) {
     real::listen(fd, backlog);
     errno = saved;
     return;
@@ -64,38 +64,35 @@ void listen_on_kernel_too(int fd, Entry* e, int backlog) {
     return;
   }
   addr_text(reinterpret_cast<sockaddr*>(&a), len, text);
-  int twin = real::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (twin < 0 || real::bind(fd, reinterpret_cast<sockaddr*>(&a), len) ||
-      real::listen(fd, backlog)) {
+  if (real::bind(fd, reinterpret_cast<sockaddr*>(&a), len) || real::listen(fd, backlog)) {
     trace("fd %d listens on RDMA only: kernel TCP cannot listen at %s (%s)", fd, text,
           strerror(errno));
-    if (twin >= 0) real::close(twin);
     errno = saved;
     return;
   }
-  e->twin.store(twin, std::memory_order_release);
+  e->twin.store(true, std::memory_order_release);
   trace("fd %d listens on RDMA and on kernel TCP at %s", fd, text);
   errno = saved;
 }
 
 int accept_listener(int fd, Entry* e, sockaddr* addr, socklen_t* len, int flags) {
-  int twin = e->twin.load(std::memory_order_acquire);
-  if (twin < 0) return accept_rdma(e, addr, len, flags);
+  if (!e->twin.load(std::memory_order_acquire)) return accept_rdma(e, addr, len, flags);
   int fl = real::fcntl(fd, F_GETFL);
   if (fl < 0) return -1;
   bool blocking = !(fl & O_NONBLOCK);
   // Alternating which side is looked at first: neither starves.
   bool kernel_first = e->turn.fetch_add(1, std::memory_order_relaxed) & 1;
   for (;;) {
-    pollfd p[2] = {{e->rfd, POLLIN, POLLIN}, {twin, POLLIN, POLLIN}};
+    pollfd p[2] = {{e->rfd, POLLIN, POLLIN}, {fd, POLLIN, POLLIN}};
     if (blocking) {
       p[0].revents = p[1].revents = 0;
-      if (rpoll(p, 2, -1) < 0) return -1;  // EINTR, as a kernel accept without SA_RESTART
+      // EINTR, as a kernel accept interrupted by a handler without SA_RESTART.
+      if (rpoll_as_is(p, 2, -1) < 0) return -1;
     }
     for (int i = 0; i < 2; i++) {
       bool kernel = (i == 0) == kernel_first;
       if (!p[kernel ? 1 : 0].revents) continue;
-      int nfd = kernel ? accept_kernel(twin, addr, len, flags) : accept_rdma(e, addr, len, flags);
+      int nfd = kernel ? accept_kernel(fd, addr, len, flags) : accept_rdma(e, addr, len, flags);
       if (nfd >= 0 || !would_block(errno)) return nfd;
     }
     if (!blocking) return fail(EAGAIN);

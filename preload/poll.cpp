@@ -49,7 +49,7 @@ int poll_rsockets(pollfd* fds, nfds_t n, int timeout, const sigset_t* mask) {
   nfds_t twins = 0;
   for (nfds_t i = 0; i < n; i++) {
     Entry* e = rsocket_entry(fds[i].fd);
-    if (e && e->twin.load(std::memory_order_acquire) >= 0) twins++;
+    if (e && e->twin.load(std::memory_order_acquire)) twins++;
   }
   pollfd* r = scratch(n + twins);
   if (!r) return fail(ENOMEM);
@@ -57,19 +57,16 @@ int poll_rsockets(pollfd* fds, nfds_t n, int timeout, const sigset_t* mask) {
   for (nfds_t i = 0; i < n; i++) {
     Entry* e = rsocket_entry(fds[i].fd);
     r[i] = {e ? e->rfd : fds[i].fd, fds[i].events, 0};
-    int twin = e ? e->twin.load(std::memory_order_acquire) : -1;
-    if (twin >= 0 && m < n + twins) r[m++] = {twin, static_cast<short>(fds[i].events & POLLIN), 0};
+    if (e && e->twin.load(std::memory_order_acquire) && m < n + twins)
+      r[m++] = {fds[i].fd, static_cast<short>(fds[i].events & POLLIN), 0};
   }
-  int ret = with_sigmask(mask, [&] { return rpoll(r, m, timeout); });
+  int ret = with_sigmask(mask, [&] { return rpoll_as_is(r, m, timeout); });
   if (ret < 0) return ret;
   ret = 0;
   for (nfds_t i = 0, t = n; i < n; i++) {
     fds[i].revents = r[i].revents;
-    if (t < m && r[i].fd != fds[i].fd) {  // an rsocket: its twin, if any, is r[t]
-      Entry* e = rsocket_entry(fds[i].fd);
-      if (e && e->twin.load(std::memory_order_acquire) == r[t].fd)
-        fds[i].revents |= r[t++].revents & POLLIN;
-    }
+    if (t < m && r[t].fd == fds[i].fd)  // the placeholder of a listener listening on TCP too
+      fds[i].revents |= r[t++].revents & POLLIN;
     if (fds[i].revents) ret++;
   }
   return ret;
@@ -126,7 +123,7 @@ int select_rsockets(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int timeout,
 }  // namespace
 
 RSPRELOAD_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
-  if (!fds || !any_rsocket(fds, n)) return real::poll(fds, n, timeout);
+  if (inside_rpoll || !fds || !any_rsocket(fds, n)) return real::poll(fds, n, timeout);
   return poll_rsockets(fds, n, timeout, nullptr);
 }
 
@@ -136,7 +133,7 @@ RSPRELOAD_EXPORT int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t fdsle
 }
 
 RSPRELOAD_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* ts, const sigset_t* mask) {
-  if (!fds || !any_rsocket(fds, n)) return real::ppoll(fds, n, ts, mask);
+  if (inside_rpoll || !fds || !any_rsocket(fds, n)) return real::ppoll(fds, n, ts, mask);
   return poll_rsockets(fds, n, to_ms(ts), mask);
 }
 
