@@ -67,6 +67,10 @@ Entry* unmap_fd(int fd);
 // Returns rclose's result (0 when other references remain).
 int release(Entry* e);
 
+// Calls `fn` on every descriptor mapped now (a process just forked: no other
+// thread runs).
+void for_each_entry(void (*fn)(int fd, Entry* e));
+
 // Entry of `fd` when it is an rsocket, else null: the hot path of every call.
 // A fork-pending socket (RDMAV_FORK_SAFE) becomes an rsocket here, on its
 // first use after accept() or connect() (fork.cpp).

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <rdma/rsocket.h>
 #include <string.h>
 
@@ -46,6 +47,22 @@ int accept_kernel(int fd, sockaddr* addr, socklen_t* len, int flags) {
 
 bool would_block(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 
+// In a child after fork(): a listener listening on both sides is its kernel
+// side from now on. Its rsocket is the parent's: left alone, not closed.
+void keep_kernel_side(int, Entry* e) {
+  if (e->kind.load(std::memory_order_acquire) == Kind::rsocket &&
+      e->twin.load(std::memory_order_acquire)) {
+    e->kind.store(Kind::kernel, std::memory_order_release);
+    e->rfd = -1;
+  }
+}
+
+void in_child() { for_each_entry(keep_kernel_side); }
+
+pthread_once_t at_fork_once = PTHREAD_ONCE_INIT;
+
+void register_at_fork() { pthread_atfork(nullptr, nullptr, in_child); }
+
 }  // namespace
 
 void listen_on_kernel_too(int fd, Entry* e, int backlog) {
@@ -70,6 +87,7 @@ void listen_on_kernel_too(int fd, Entry* e, int backlog) {
     errno = saved;
     return;
   }
+  pthread_once(&at_fork_once, register_at_fork);
   e->twin.store(true, std::memory_order_release);
   trace("fd %d listens on RDMA and on kernel TCP at %s", fd, text);
   errno = saved;

@@ -10,6 +10,12 @@
 // An RDMA client still reaches the rsocket: the RDMA CM answers its request
 // before any TCP is tried, so the data of a preloaded client that can reach
 // the listener over RDMA goes over RDMA.
+//
+// Across fork() the kernel listener is shared, as the kernel's always is; the
+// rsocket is not (RDMA resources stay with the process that made them). In a
+// child the listener becomes its kernel side alone, so every process that
+// holds it accepts: the children over TCP, the parent (while it keeps its
+// copy) over RDMA too. The child never closes the parent's rsocket.
 #pragma once
 
 #include <sys/socket.h>
