@@ -94,10 +94,11 @@ RSPRELOAD_EXPORT int bind(int fd, const sockaddr* addr, socklen_t len) noexcept 
     char text[80];
     addr_text(addr, len, text);
     if (!settings().fall_back) {
-      trace("fd %d: bind to %s: %s; not on kernel TCP (RS_FALLBACK=0)", fd, text, strerror(errno));
+      trace("fd %d: bind to %s: %s; not on a kernel socket (RS_FALLBACK=0)", fd, text,
+            strerror(errno));
       return -1;
     }
-    trace("fd %d: bind to %s: %s; the socket is kernel TCP's from now on", fd, text,
+    trace("fd %d: bind to %s: %s; the socket is the kernel's from now on", fd, text,
           strerror(errno));
     fall_back_to_kernel(e);
     return real::bind(fd, addr, len);
