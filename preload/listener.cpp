@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <rdma/rsocket.h>
 #include <string.h>
 
@@ -46,6 +47,21 @@ int accept_kernel(int fd, sockaddr* addr, socklen_t* len, int flags) {
 }
 
 bool would_block(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
+
+// After a wait interrupted by a signal handler: whether the kernel would have
+// restarted the accept (every handler installed has SA_RESTART, as signal()
+// gives; which signal came is not known here, so one handler without it is
+// enough to return EINTR, as the kernel would for that one).
+bool restart_after_signal() {
+  for (int sig = 1; sig < NSIG; sig++) {
+    struct sigaction sa;
+    if (sigaction(sig, nullptr, &sa)) continue;
+    bool caught = (sa.sa_flags & SA_SIGINFO) ||
+                  (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN);
+    if (caught && !(sa.sa_flags & SA_RESTART)) return false;
+  }
+  return true;
+}
 
 // In a child after fork(): a listener listening on both sides is its kernel
 // side from now on. Its rsocket is the parent's: left alone, not closed.
@@ -104,8 +120,10 @@ int accept_listener(int fd, Entry* e, sockaddr* addr, socklen_t* len, int flags)
     pollfd p[2] = {{e->rfd, POLLIN, POLLIN}, {fd, POLLIN, POLLIN}};
     if (blocking) {
       p[0].revents = p[1].revents = 0;
-      // EINTR, as a kernel accept interrupted by a handler without SA_RESTART.
-      if (rpoll_as_is(p, 2, -1) < 0) return -1;
+      if (rpoll_as_is(p, 2, -1) < 0) {
+        if (errno == EINTR && restart_after_signal()) continue;
+        return -1;
+      }
     }
     for (int i = 0; i < 2; i++) {
       bool kernel = (i == 0) == kernel_first;

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
@@ -18,7 +19,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <initializer_list>
 #include <string>
 #include <thread>
@@ -318,6 +323,79 @@ TEST(PreloadLoopback, APortTakenInTcpLeavesTheListenerOnRdma) {
   ASSERT_EQ(read_all(s, &b, 1), 1);
   close(c);
   close(s);
+  close(l);
+  syscall(SYS_close, k);
+}
+
+// --- A signal during a blocking accept: restarted as the kernel would -------
+
+void on_usr1(int) {}
+
+// The state letter of thread `tid` in /proc ('S': asleep in a system call).
+char thread_state(pid_t tid) {
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t at = stat.rfind(')');
+  return at == std::string::npos || at + 2 >= stat.size() ? '?' : stat[at + 2];
+}
+
+// A blocking accept on listener `l` (through the preload, or `raw`: the
+// system call) is interrupted by SIGUSR1 with a handler installed with
+// `flags`, then a client connects to 127.0.0.1:`port`: "connection" when the
+// accept went on and took it, else "errno N".
+std::string accept_across_signal(int l, bool raw, int flags, uint16_t port) {
+  struct sigaction sa {};
+  sa.sa_handler = on_usr1;
+  sa.sa_flags = flags;
+  sigaction(SIGUSR1, &sa, nullptr);
+  std::atomic<pid_t> tid{0};
+  int got = -2, err = 0;
+  std::thread t([&] {
+    tid = static_cast<pid_t>(syscall(SYS_gettid));
+    got = raw ? static_cast<int>(syscall(SYS_accept4, l, nullptr, nullptr, 0))
+              : accept(l, nullptr, nullptr);
+    err = errno;
+  });
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(test::scaled_ms(5000));
+  while ((!tid || thread_state(tid) != 'S') && std::chrono::steady_clock::now() < until)
+    std::this_thread::yield();
+  pthread_kill(t.native_handle(), SIGUSR1);
+  RawClient c;
+  int cerr = c.connect_to("127.0.0.1", port);
+  t.join();
+  signal(SIGUSR1, SIG_DFL);
+  if (cerr) return std::string("client: ") + strerror(cerr);
+  if (got >= 0) {
+    syscall(SYS_close, got);
+    return "connection";
+  }
+  if (raw) {  // the connection is still queued: take it for the next round
+    int s = static_cast<int>(syscall(SYS_accept4, l, nullptr, nullptr, 0));
+    if (s >= 0) syscall(SYS_close, s);
+  } else {
+    int s = accept(l, nullptr, nullptr);
+    if (s >= 0) close(s);
+  }
+  return "errno " + std::to_string(err);
+}
+
+TEST(PreloadLoopback, ABlockingAcceptRestartsAfterASignalAsTheKernelsDoes) {
+  if (fork_safe()) GTEST_SKIP();
+  int k = static_cast<int>(syscall(SYS_socket, AF_INET, SOCK_STREAM, 0));
+  int one = 1;
+  syscall(SYS_setsockopt, k, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  socklen_t alen;
+  sockaddr_storage a = ip_port("127.0.0.1", 7634, &alen);
+  ASSERT_EQ(syscall(SYS_bind, k, &a, alen), 0) << strerror(errno);
+  ASSERT_EQ(syscall(SYS_listen, k, 8), 0);
+  int l = listening_any(7633);
+  for (int flags : {SA_RESTART, 0}) {
+    std::string kernel = accept_across_signal(k, true, flags, 7634);
+    std::string ours = accept_across_signal(l, false, flags, 7633);
+    EXPECT_EQ(ours, kernel) << (flags ? "SA_RESTART" : "no SA_RESTART");
+    printf("%s: kernel %s, ours %s\n", flags ? "SA_RESTART" : "no SA_RESTART", kernel.c_str(),
+           ours.c_str());
+  }
   close(l);
   syscall(SYS_close, k);
 }
