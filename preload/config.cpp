@@ -10,6 +10,8 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include <initializer_list>
+
 namespace rspreload {
 namespace {
 
@@ -58,6 +60,7 @@ void load() {
   the_settings.rq_size = env_int("RS_RQ_SIZE");
   the_settings.inline_size = env_int("RS_INLINE");
   the_settings.fork_safe = env_int("RDMAV_FORK_SAFE") != 0;
+  the_settings.fall_back = fall_back_from(getenv("RS_FALLBACK"));
 
   int saved = errno;
   FILE* f = fopen(kConfig, "re");
@@ -76,6 +79,16 @@ bool matches(const Rule& r, const char* program, int domain, int type, int proto
 }
 
 }  // namespace
+
+bool fall_back_from(const char* value) {
+  if (!value) return true;
+  while (*value == ' ' || *value == '\t') value++;
+  size_t n = strlen(value);
+  while (n && (value[n - 1] == ' ' || value[n - 1] == '\t' || value[n - 1] == '\n')) n--;
+  for (const char* off : {"0", "no", "off", "false"})
+    if (n == strlen(off) && !strncasecmp(value, off, n)) return false;
+  return true;
+}
 
 const Settings& settings() {
   pthread_once(&once, load);

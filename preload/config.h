@@ -2,9 +2,10 @@
 // /etc/rdma/rsocket/preload_config ("program domain type protocol" lines,
 // '*' for any; without the file every stream and datagram socket of
 // AF_INET/AF_INET6/AF_IB is taken), RS_SQ_SIZE, RS_RQ_SIZE, RS_INLINE
-// (rsocket queue sizes and inline size) and RDMAV_FORK_SAFE (connections are
+// (rsocket queue sizes and inline size), RDMAV_FORK_SAFE (connections are
 // made over TCP and moved to RDMA on first use, so a server may fork after
-// accept()).
+// accept()), and ours: RS_FALLBACK=0 (a connect or bind RDMA cannot serve
+// fails with the RDMA error instead of going on over kernel TCP).
 #pragma once
 
 #include <stdio.h>
@@ -38,7 +39,14 @@ struct Settings {
   int rq_size = 0;
   int inline_size = 0;
   bool fork_safe = false;
+  // A connect (or bind) that RDMA cannot serve goes on over kernel TCP, as
+  // rdma-core's preload does; RS_FALLBACK=0: it fails with the RDMA error.
+  bool fall_back = true;
 };
+
+// RS_FALLBACK's value (null when unset) as the fall_back setting: off for
+// "0", "no", "off" or "false" (any case, surrounding blanks ignored), else on.
+bool fall_back_from(const char* value);
 
 const Settings& settings();
 

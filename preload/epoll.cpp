@@ -44,7 +44,14 @@ RSPRELOAD_EXPORT int epoll_ctl(int epfd, int op, int fd, epoll_event* ev) noexce
   Kind k = e ? e->kind.load(std::memory_order_acquire) : Kind::kernel;
   if (k == Kind::fork_pending) k = rsocket_entry(fd) ? Kind::rsocket : Kind::kernel;
   int target = (k == Kind::rsocket || k == Kind::repoll) ? e->rfd : fd;
-  return repoll_ctl(set->rfd, op, target, ev);
+  int ret = repoll_ctl(set->rfd, op, target, ev);
+  // A listener's kernel TCP side (listener.h) goes with it, under the same data.
+  if (ret == 0 && k == Kind::rsocket && e->twin.load(std::memory_order_acquire)) {
+    int saved = errno;
+    repoll_ctl(set->rfd, op, fd, ev);
+    errno = saved;
+  }
+  return ret;
 }
 
 RSPRELOAD_EXPORT int epoll_wait(int epfd, epoll_event* events, int max, int timeout) {

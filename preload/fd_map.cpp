@@ -77,6 +77,15 @@ int release(Entry* e) {
   return ret;
 }
 
+void for_each_entry(void (*fn)(int fd, Entry* e)) {
+  for (int p = 0; p < kPages; p++) {
+    Page* page = pages[p].load(std::memory_order_acquire);
+    if (!page) continue;
+    for (int i = 0; i < kPageSize; i++)
+      if (Entry* e = page->slots[i].load(std::memory_order_acquire)) fn(p * kPageSize + i, e);
+  }
+}
+
 Entry* rsocket_entry(int fd) {
   Entry* e = find_entry(fd);
   if (!e) return nullptr;

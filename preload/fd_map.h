@@ -40,6 +40,9 @@ struct Entry {
   std::atomic<pid_t> mover{0};  // fork_pending: the process one of whose threads moves it (fork.cpp)
   sockaddr_storage bound{};  // what bind() gave, for a fall back to TCP
   socklen_t bound_len = 0;
+  // A listener whose placeholder listens on kernel TCP too (listener.h).
+  std::atomic<bool> twin{false};
+  std::atomic<unsigned> turn{0};  // which side accept() looks at first
 };
 
 // The entry of `fd`, or null when `fd` is an ordinary descriptor.
@@ -63,6 +66,10 @@ Entry* unmap_fd(int fd);
 // Drops one reference; the last closes `e->rfd` in librdmacm and frees `e`.
 // Returns rclose's result (0 when other references remain).
 int release(Entry* e);
+
+// Calls `fn` on every descriptor mapped now (a process just forked: no other
+// thread runs).
+void for_each_entry(void (*fn)(int fd, Entry* e));
 
 // Entry of `fd` when it is an rsocket, else null: the hot path of every call.
 // A fork-pending socket (RDMAV_FORK_SAFE) becomes an rsocket here, on its

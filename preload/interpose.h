@@ -3,6 +3,8 @@
 #pragma once
 
 #include <errno.h>
+#include <poll.h>
+#include <rdma/rsocket.h>
 #include <signal.h>
 #include <sys/socket.h>
 
@@ -33,6 +35,23 @@ bool adopt(int fd, Kind kind, int rfd, int domain);
 // option" (so the placeholder answers as a kernel socket would).
 inline bool unsupported(int err) {
   return err == ENOTSUP || err == EOPNOTSUPP || err == ENOPROTOOPT;
+}
+
+// True while the preload itself waits in rpoll() (rpoll_as_is): the poll()
+// calls rpoll makes on ordinary descriptors reach the kernel as they are, a
+// listener's placeholder (listener.h) among them, instead of being taken
+// for the rsocket it stands for.
+inline thread_local bool inside_rpoll = false;
+
+// rpoll() on descriptors already translated: rsockets' own, and kernel ones.
+inline int rpoll_as_is(pollfd* fds, nfds_t n, int timeout) {
+  bool outer = inside_rpoll;
+  inside_rpoll = true;
+  int ret = rpoll(fds, n, timeout);
+  int saved = errno;
+  inside_rpoll = outer;
+  errno = saved;
+  return ret;
 }
 
 // Runs `wait` with `mask` as the thread's signal mask (ppoll, pselect,

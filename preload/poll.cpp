@@ -45,16 +45,33 @@ bool any_rsocket(const pollfd* fds, nfds_t n) {
   return false;
 }
 
+// rpoll over the program's descriptors: an rsocket as its rsocket, beside a
+// listener its kernel TCP side (listener.h), whose POLLIN is the listener's
+// too; ordinary descriptors as they are. revents are written on success.
 int poll_rsockets(pollfd* fds, nfds_t n, int timeout, const sigset_t* mask) {
-  pollfd* r = scratch(n);
+  nfds_t twins = 0;
+  for (nfds_t i = 0; i < n; i++) {
+    Entry* e = rsocket_entry(fds[i].fd);
+    if (e && e->twin.load(std::memory_order_acquire)) twins++;
+  }
+  pollfd* r = scratch(n + twins);
   if (!r) return fail(ENOMEM);
+  nfds_t m = n;
   for (nfds_t i = 0; i < n; i++) {
     Entry* e = rsocket_entry(fds[i].fd);
     r[i] = {e ? e->rfd : fds[i].fd, fds[i].events, 0};
+    if (e && e->twin.load(std::memory_order_acquire) && m < n + twins)
+      r[m++] = {fds[i].fd, static_cast<short>(fds[i].events & POLLIN), 0};
   }
-  int ret = with_sigmask(mask, [&] { return rpoll(r, n, timeout); });
-  if (ret >= 0)
-    for (nfds_t i = 0; i < n; i++) fds[i].revents = r[i].revents;
+  int ret = with_sigmask(mask, [&] { return rpoll_as_is(r, m, timeout); });
+  if (ret < 0) return ret;
+  ret = 0;
+  for (nfds_t i = 0, t = n; i < n; i++) {
+    fds[i].revents = r[i].revents;
+    if (t < m && r[t].fd == fds[i].fd)  // the placeholder of a listener listening on TCP too
+      fds[i].revents |= r[t++].revents & POLLIN;
+    if (fds[i].revents) ret++;
+  }
   return ret;
 }
 
@@ -69,9 +86,8 @@ bool any_rsocket_in(int nfds, const fd_set* rd, const fd_set* wr, const fd_set* 
 
 int select_rsockets(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int timeout,
                     const sigset_t* mask) {
-  pollfd* fds = scratch(static_cast<nfds_t>(nfds));
-  int* user = static_cast<int*>(alloca(sizeof(int) * (nfds ? nfds : 1)));
-  if (!fds) return fail(ENOMEM);
+  // At most FD_SETSIZE: on the stack (scratch() is poll_rsockets').
+  pollfd* fds = static_cast<pollfd*>(alloca(sizeof(pollfd) * (nfds ? nfds : 1)));
   nfds_t n = 0;
   for (int fd = 0; fd < nfds; fd++) {
     short events = 0;
@@ -79,11 +95,9 @@ int select_rsockets(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int timeout,
     if (wr && FD_ISSET(fd, wr)) events |= POLLOUT;
     if (ex && FD_ISSET(fd, ex)) events |= POLLPRI;
     if (!events) continue;
-    Entry* e = rsocket_entry(fd);
-    fds[n] = {e ? e->rfd : fd, events, 0};
-    user[n++] = fd;
+    fds[n++] = {fd, events, 0};
   }
-  int ret = with_sigmask(mask, [&] { return rpoll(fds, n, timeout); });
+  int ret = poll_rsockets(fds, n, timeout, mask);
   if (ret < 0) return ret;
   for (nfds_t i = 0; i < n; i++)
     if (fds[i].revents & POLLNVAL) return fail(EBADF);
@@ -94,15 +108,15 @@ int select_rsockets(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int timeout,
   for (nfds_t i = 0; i < n; i++) {
     short got = fds[i].revents;
     if (rd && (fds[i].events & POLLIN) && (got & (POLLIN | POLLHUP | POLLERR))) {
-      FD_SET(user[i], rd);
+      FD_SET(fds[i].fd, rd);
       count++;
     }
     if (wr && (fds[i].events & POLLOUT) && (got & (POLLOUT | POLLERR))) {
-      FD_SET(user[i], wr);
+      FD_SET(fds[i].fd, wr);
       count++;
     }
     if (ex && (fds[i].events & POLLPRI) && (got & POLLPRI)) {
-      FD_SET(user[i], ex);
+      FD_SET(fds[i].fd, ex);
       count++;
     }
   }
@@ -124,7 +138,7 @@ static bool past_nofile_limit(nfds_t n) {
 }
 
 RSPRELOAD_EXPORT int poll(pollfd* fds, nfds_t n, int timeout) {
-  if (!fds || past_nofile_limit(n) || !any_rsocket(fds, n)) return real::poll(fds, n, timeout);
+  if (inside_rpoll || !fds || past_nofile_limit(n) || !any_rsocket(fds, n)) return real::poll(fds, n, timeout);
   return poll_rsockets(fds, n, timeout, nullptr);
 }
 
@@ -134,7 +148,7 @@ RSPRELOAD_EXPORT int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t fdsle
 }
 
 RSPRELOAD_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* ts, const sigset_t* mask) {
-  if (!fds || past_nofile_limit(n) || !any_rsocket(fds, n)) return real::ppoll(fds, n, ts, mask);
+  if (inside_rpoll || !fds || past_nofile_limit(n) || !any_rsocket(fds, n)) return real::ppoll(fds, n, ts, mask);
   return poll_rsockets(fds, n, to_ms(ts), mask);
 }
 

@@ -6,6 +6,8 @@
 
 #include "config.h"
 #include "interpose.h"
+#include "listener.h"
+#include "trace.h"
 
 using namespace rspreload;
 
@@ -37,21 +39,7 @@ int accept_common(int fd, sockaddr* addr, socklen_t* len, int flags, bool with_f
     return nfd;
   }
   if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) return fail(EINVAL);
-  int rfd = raccept(e->rfd, addr, len);
-  if (rfd < 0) return -1;
-  int nfd = make_placeholder(e->domain, SOCK_STREAM | flags);
-  if (nfd < 0) {
-    int saved = errno;
-    rclose(rfd);
-    return fail(saved);
-  }
-  if (flags & SOCK_NONBLOCK) rfcntl(rfd, F_SETFL, O_NONBLOCK);
-  if (!adopt(nfd, Kind::rsocket, rfd, e->domain)) {
-    int saved = errno;
-    real::close(nfd);
-    return fail(saved);
-  }
-  return nfd;
+  return accept_listener(fd, e, addr, len, flags);
 }
 
 // No RDMA path: from now on the placeholder, a kernel socket already carrying
@@ -85,6 +73,9 @@ RSPRELOAD_EXPORT int socket(int domain, int type, int protocol) noexcept {
     if (type & SOCK_NONBLOCK) rfcntl(rfd, F_SETFL, O_NONBLOCK);
     apply_settings(rfd);
     adopt(fd, Kind::rsocket, rfd, domain);
+  } else {
+    trace("fd %d: no rsocket (%s): the socket is kernel %s's", fd, strerror(errno),
+          base == SOCK_STREAM ? "TCP" : "UDP");
   }
   // Without an RDMA device the kernel's socket is the program's socket.
   errno = saved;
@@ -99,14 +90,28 @@ RSPRELOAD_EXPORT int bind(int fd, const sockaddr* addr, socklen_t len) noexcept 
     memcpy(&e->bound, addr, len);
     e->bound_len = len;
   } else if (ret < 0 && (errno == EADDRNOTAVAIL || errno == ENODEV)) {
-    fall_back_to_kernel(e);  // no RDMA device has that address
+    // No RDMA device has that address.
+    char text[80];
+    addr_text(addr, len, text);
+    if (!settings().fall_back) {
+      trace("fd %d: bind to %s: %s; not on a kernel socket (RS_FALLBACK=0)", fd, text,
+            strerror(errno));
+      return -1;
+    }
+    trace("fd %d: bind to %s: %s; the socket is the kernel's from now on", fd, text,
+          strerror(errno));
+    fall_back_to_kernel(e);
     return real::bind(fd, addr, len);
   }
   return ret;
 }
 
 RSPRELOAD_EXPORT int listen(int fd, int backlog) noexcept {
-  if (Entry* e = rsocket_entry(fd)) return rlisten(e->rfd, backlog);
+  if (Entry* e = rsocket_entry(fd)) {
+    if (rlisten(e->rfd, backlog)) return -1;
+    listen_on_kernel_too(fd, e, backlog);
+    return 0;
+  }
   int ret = real::listen(fd, backlog);
   Entry* pending = find_entry(fd);
   if (ret == 0 && pending && pending->kind.load() == Kind::fork_pending)
@@ -129,6 +134,15 @@ RSPRELOAD_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
     if (errno == EINPROGRESS || errno == EALREADY || errno == EISCONN || errno == EINTR ||
         errno == EAGAIN || errno == EBADF || errno == EFAULT || errno == EINVAL)
       return -1;
+    char text[80];
+    addr_text(addr, len, text);
+    if (!settings().fall_back) {
+      trace("fd %d: RDMA connect to %s failed: %s; no kernel TCP (RS_FALLBACK=0)", fd, text,
+            strerror(errno));
+      return -1;
+    }
+    trace("fd %d: RDMA connect to %s failed: %s; connecting over kernel TCP instead", fd, text,
+          strerror(errno));
     fall_back_to_kernel(e);
     if (e->bound_len) real::bind(fd, reinterpret_cast<sockaddr*>(&e->bound), e->bound_len);
   } else if (e && e->kind.load(std::memory_order_acquire) == Kind::fork_pending) {

@@ -32,16 +32,13 @@
 #include <vector>
 
 #include "../common/time_scale.h"
+#include "preload_helpers.h"
 #include "rxe_env.h"
 
 namespace rdmacm::rxe {
 namespace {
 
 using namespace std::chrono_literals;
-
-sockaddr* sa(sockaddr_in* a) { return reinterpret_cast<sockaddr*>(a); }
-
-bool fork_safe() { return getenv("RDMAV_FORK_SAFE") && atoi(getenv("RDMAV_FORK_SAFE")); }
 
 int listening(uint16_t port, const char* ip = nullptr) {
   int l = socket(AF_INET, SOCK_STREAM, 0);
@@ -72,31 +69,6 @@ struct Pair {
     if (server >= 0) close(server);
   }
 };
-
-ssize_t read_all(int s, void* buf, size_t len) {
-  size_t got = 0;
-  while (got < len) {
-    ssize_t n = read(s, static_cast<char*>(buf) + got, len - got);
-    if (n <= 0) return n < 0 ? n : static_cast<ssize_t>(got);
-    got += static_cast<size_t>(n);
-  }
-  return static_cast<ssize_t>(got);
-}
-
-void write_all(int s, const void* buf, size_t len) {
-  size_t put = 0;
-  while (put < len) {
-    ssize_t n = write(s, static_cast<const char*>(buf) + put, len - put);
-    ASSERT_GT(n, 0) << strerror(errno);
-    put += static_cast<size_t>(n);
-  }
-}
-
-std::vector<char> pattern(size_t n) {
-  std::vector<char> v(n);
-  for (size_t i = 0; i < n; i++) v[i] = static_cast<char>(i * 7 + i / 4096);
-  return v;
-}
 
 TEST(Preload, AMebibyteCrossesTheDeviceThroughPlainSocketCalls) {
   if (fork_safe()) GTEST_SKIP();

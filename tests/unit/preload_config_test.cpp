@@ -234,5 +234,16 @@ TEST(PreloadWanted, ProgramIsACaseInsensitivePrefix) {
     EXPECT_FALSE(takes("rst * * *\n", program, AF_INET, SOCK_STREAM)) << program;
 }
 
+// RS_FALLBACK (ours; rdma-core's preload always falls back): unset or any
+// other value keeps the fall back to kernel TCP, "0", "no", "off", "false"
+// turn it off.
+TEST(PreloadFallbackSetting, OnUnlessSaidOff) {
+  EXPECT_TRUE(fall_back_from(nullptr));
+  for (const char* on : {"1", "", "yes", "on", "true", "2", "00", "nope"})
+    EXPECT_TRUE(fall_back_from(on)) << on;
+  for (const char* off : {"0", "no", "off", "false", "OFF", "False", " 0 ", "0\n"})
+    EXPECT_FALSE(fall_back_from(off)) << off;
+}
+
 }  // namespace
 }  // namespace rspreload
