@@ -13,32 +13,32 @@
 
 // --- socket, bind -------------------------------------------------------------------
 
-CASE(bind_short_addrlen, "bind", 0, "") {
+CASE(bind_short_addrlen, "bind", 0, "bind=-1:EINVAL") {
   int fd = socket(FAM, SOCK_STREAM, 0);
   R("bind", bind(fd, (sockaddr *)&ADDR, ALEN - 1));
 }
 
-CASE(bind_bad_family, "bind", 0, "") {
+CASE(bind_bad_family, "bind", 0, "bind=-1:EAFNOSUPPORT") {
   int fd = socket(FAM, SOCK_STREAM, 0);
   sockaddr_storage a = ADDR;
   a.ss_family = AF_UNIX;
   R("bind", bind(fd, (sockaddr *)&a, ALEN));
 }
 
-CASE(bind_port_in_use, "bind", 0, "") {
+CASE(bind_port_in_use, "bind", 0, "bind=-1:EADDRINUSE") {
   int l = listener();
   int fd = socket(FAM, SOCK_STREAM, 0);
   R("bind", bind(fd, (sockaddr *)&LADDR, LLEN));
   close(l);
 }
 
-CASE(bind_twice, "bind", 0, "") {
+CASE(bind_twice, "bind", 0, "bind=0 bind2=-1:EINVAL") {
   int fd = socket(FAM, SOCK_STREAM, 0);
   R("bind", bind(fd, (sockaddr *)&ADDR, ALEN));
   R("bind2", bind(fd, (sockaddr *)&ADDR, ALEN));
 }
 
-CASE(bind_port_after_close, "bind", 0, "") {
+CASE(bind_port_after_close, "bind", 0, "bind=0 port=same") {
   int l = listener();
   sockaddr_storage a = LADDR;
   close(l);
@@ -50,7 +50,7 @@ CASE(bind_port_after_close, "bind", 0, "") {
   obs("port=%s", port_of(b) == port_of(a) ? "same" : "other");
 }
 
-CASE(bind_reuseaddr_both, "bind", 0, "") {
+CASE(bind_reuseaddr_both, "bind", 0, "bind=-1:EADDRINUSE") {
   // Two sockets with SO_REUSEADDR on one port, the first listening: Linux refuses the second.
   int one = 1;
   int a = socket(FAM, SOCK_STREAM, 0);
@@ -64,9 +64,9 @@ CASE(bind_reuseaddr_both, "bind", 0, "") {
   R("bind", bind(b, (sockaddr *)&LADDR, LLEN));
 }
 
-CASE(socket_bad_type, "bind", 0, "") { R("socket", socket(FAM, 99, 0)); }
+CASE(socket_bad_type, "bind", 0, "socket=-1:EINVAL") { R("socket", socket(FAM, 99, 0)); }
 
-CASE(getsockname_after_bind, "bind", 0, "") {
+CASE(getsockname_after_bind, "bind", 0, "bind=0 getsockname=0 len=16 port=set") {
   int fd = socket(FAM, SOCK_STREAM, 0);
   R("bind", bind(fd, (sockaddr *)&ADDR, ALEN));
   sockaddr_storage a{};
@@ -114,21 +114,21 @@ static void backlog_case(int backlog, int clients) {
   obs("connected=%d refused=%d other=%d accepted=%d", ok.load(), refused.load(), other.load(), accepted);
 }
 
-CASE(listen_backlog1_8clients, "listen", DATA | LONG, "") { backlog_case(1, 8); }
-CASE(listen_backlog4_16clients, "listen", DATA | LONG, "") { backlog_case(4, 16); }
+CASE(listen_backlog1_8clients, "listen", DATA | LONG, "connected=8 refused=0 other=0 accepted=8") { backlog_case(1, 8); }
+CASE(listen_backlog4_16clients, "listen", DATA | LONG, "connected=16 refused=0 other=0 accepted=16") { backlog_case(4, 16); }
 
-CASE(listen_twice, "listen", 0, "") {
+CASE(listen_twice, "listen", 0, "listen2=0") {
   int l = listener(2);
   R("listen2", listen(l, 8));
 }
 
-CASE(listen_on_connected, "listen", 0, "") {
+CASE(listen_on_connected, "listen", 0, "listen=-1:EINVAL") {
   int c, s;
   pair(c, s);
   R("listen", listen(c, 4));
 }
 
-CASE(listen_unbound, "listen", 0, "") {
+CASE(listen_unbound, "listen", 0, "listen=0 port=set") {
   int fd = socket(FAM, SOCK_STREAM, 0);
   R("listen", listen(fd, 4));
   sockaddr_storage a{};
@@ -148,19 +148,19 @@ static int accept_one(int flags) {
   return s;
 }
 
-CASE(accept4_nonblock, "accept", 0, "") {
+CASE(accept4_nonblock, "accept", 0, "nonblock=1 recv=-1:EAGAIN") {
   int s = accept_one(SOCK_NONBLOCK);
   obs("nonblock=%d", !!(fcntl(s, F_GETFL) & O_NONBLOCK));
   char b;
   R("recv", recv(s, &b, 1, 0));
 }
 
-CASE(accept4_cloexec, "accept", 0, "") {
+CASE(accept4_cloexec, "accept", 0, "cloexec=1") {
   int s = accept_one(SOCK_CLOEXEC);
   obs("cloexec=%d", fcntl(s, F_GETFD) & FD_CLOEXEC);
 }
 
-CASE(accept_flags_not_inherited, "accept", 0, "") {
+CASE(accept_flags_not_inherited, "accept", 0, "nonblock=0 cloexec=0") {
   // Linux: an accepted socket does not inherit the listener's O_NONBLOCK.
   int l = listener();
   fcntl(l, F_SETFL, O_NONBLOCK);
@@ -173,26 +173,26 @@ CASE(accept_flags_not_inherited, "accept", 0, "") {
   obs("nonblock=%d cloexec=%d", !!(fcntl(s, F_GETFL) & O_NONBLOCK), fcntl(s, F_GETFD) & FD_CLOEXEC);
 }
 
-CASE(accept_not_listening, "accept", 0, "") {
+CASE(accept_not_listening, "accept", 0, "accept=-1:EINVAL") {
   int fd = socket(FAM, SOCK_STREAM, 0);
   bind(fd, (sockaddr *)&ADDR, ALEN);
   R("accept", accept(fd, nullptr, nullptr));
 }
 
-CASE(accept_nonblock_eagain, "accept", 0, "") {
+CASE(accept_nonblock_eagain, "accept", 0, "accept=-1:EAGAIN@now") {
   int l = listener();
   fcntl(l, F_SETFL, O_NONBLOCK);
   T("accept", accept(l, nullptr, nullptr));
 }
 
-CASE(accept_blocks_until_connect, "accept", 0, "") {
+CASE(accept_blocks_until_connect, "accept", 0, "accept=0@after-peer fd=ok") {
   int l = listener();
   later(PEER_MS, [] { (void)dial(LADDR, LLEN); pause(); });
-  long s = T("accept", accept(l, nullptr, nullptr));
-  obs("fd=%s", s >= 0 ? "ok" : "none");
+  long s = T("accept", accept(l, nullptr, nullptr) >= 0 ? 0 : -1);
+  obs("fd=%s", s == 0 ? "ok" : "none");
 }
 
-CASE(accept_peer_address, "accept", 0, "") {
+CASE(accept_peer_address, "accept", 0, "accept=0 len=16 family=same addr=same port=same") {
   int l = listener();
   std::atomic<int> cport{0};
   std::thread t([&] {
@@ -215,7 +215,7 @@ CASE(accept_peer_address, "accept", 0, "") {
       port_of(a) == cport ? "same" : "other");
 }
 
-CASE(accept_wakes_on_shutdown, "accept", 0, "") {
+CASE(accept_wakes_on_shutdown, "accept", 0, "accept=-1:EINVAL@after-peer") {
   int l = listener();
   later(PEER_MS, [l] { shutdown(l, SHUT_RDWR); });
   T("accept", accept(l, nullptr, nullptr));
@@ -223,14 +223,14 @@ CASE(accept_wakes_on_shutdown, "accept", 0, "") {
 
 // --- connect ------------------------------------------------------------------------
 
-CASE(connect_blocking, "connect", 0, "") {
+CASE(connect_blocking, "connect", 0, "connect=0@now accept=0") {
   int l = listener();
   int c = socket(FAM, SOCK_STREAM, 0);
   T("connect", connect(c, (sockaddr *)&LADDR, LLEN));
   R("accept", accept(l, nullptr, nullptr) >= 0 ? 0 : -1);
 }
 
-CASE(connect_nonblocking, "connect", 0, "") {
+CASE(connect_nonblocking, "connect", 0, "connect=-1:EINPROGRESS poll=1@now revents=OUT so_error=0 accept=0") {
   int l = listener();
   int c = socket(FAM, SOCK_STREAM | SOCK_NONBLOCK, 0);
   long r = R("connect", connect(c, (sockaddr *)&LADDR, LLEN));
@@ -246,13 +246,13 @@ CASE(connect_nonblocking, "connect", 0, "") {
   R("accept", accept(l, nullptr, nullptr) >= 0 ? 0 : -1);
 }
 
-CASE(connect_twice, "connect", 0, "") {
+CASE(connect_twice, "connect", 0, "connect2=-1:EISCONN") {
   int c, s;
   pair(c, s);
   R("connect2", connect(c, (sockaddr *)&LADDR, LLEN));
 }
 
-CASE(connect_refused, "connect", 0, "") {
+CASE(connect_refused, "connect", 0, "connect=-1:ECONNREFUSED@now") {
   int l = listener();
   sockaddr_storage a = LADDR;
   close(l);
@@ -260,7 +260,7 @@ CASE(connect_refused, "connect", 0, "") {
   T("connect", connect(c, (sockaddr *)&a, LLEN));
 }
 
-CASE(connect_nonblocking_refused, "connect", 0, "") {
+CASE(connect_nonblocking_refused, "connect", 0, "connect=-1:EINPROGRESS poll=1@now revents=OUT|ERR|HUP so_error=ECONNREFUSED") {
   int l = listener();
   sockaddr_storage a = LADDR;
   close(l);
@@ -277,7 +277,7 @@ CASE(connect_nonblocking_refused, "connect", 0, "") {
   obs("so_error=%s", err ? strerrorname_np(err) : "0");
 }
 
-CASE(connect_nonblocking_again, "connect", 0, "") {
+CASE(connect_nonblocking_again, "connect", 0, "connect2=0") {
   // A second connect while the first is under way, or after it completed.
   int l = listener();
   int c = socket(FAM, SOCK_STREAM | SOCK_NONBLOCK, 0);
@@ -288,14 +288,14 @@ CASE(connect_nonblocking_again, "connect", 0, "") {
   (void)l;
 }
 
-CASE(connect_short_addrlen, "connect", 0, "") {
+CASE(connect_short_addrlen, "connect", 0, "connect=-1:EINVAL") {
   int l = listener();
   int c = socket(FAM, SOCK_STREAM, 0);
   R("connect", connect(c, (sockaddr *)&LADDR, LLEN - 1));
   (void)l;
 }
 
-CASE(connect_v6_exchange, "connect", V6 | DATA, "") {
+CASE(connect_v6_exchange, "connect", V6 | DATA, "send=4096 recv=4096 data=ok") {
   int c, s;
   pair(c, s);
   char buf[4096];

@@ -18,7 +18,7 @@
 
 // --- send and receive -------------------------------------------------------------------
 
-CASE(recv_peek, "sendrecv", DATA, "") {
+CASE(recv_peek, "sendrecv", DATA, "peek=5@now recv=5 same=1") {
   int c, s;
   pair(c, s);
   send(c, "hello", 5, 0);
@@ -28,7 +28,7 @@ CASE(recv_peek, "sendrecv", DATA, "") {
   obs("same=%d", !strcmp(a, "hello") && !strcmp(b, "hello"));
 }
 
-CASE(recv_waitall, "sendrecv", DATA, "") {
+CASE(recv_waitall, "sendrecv", DATA, "recv=6@after-peer data=abcdef") {
   int c, s;
   pair(c, s);
   send(c, "abc", 3, 0);
@@ -38,14 +38,14 @@ CASE(recv_waitall, "sendrecv", DATA, "") {
   obs("data=%s", b);
 }
 
-CASE(recv_dontwait_eagain, "sendrecv", 0, "") {
+CASE(recv_dontwait_eagain, "sendrecv", 0, "recv=-1:EAGAIN@now") {
   int c, s;
   pair(c, s);
   char b;
   T("recv", recv(s, &b, 1, MSG_DONTWAIT));
 }
 
-CASE(recv_blocks_until_data, "sendrecv", DATA, "") {
+CASE(recv_blocks_until_data, "sendrecv", DATA, "recv=3@after-peer") {
   int c, s;
   pair(c, s);
   later(PEER_MS, [c] { send(c, "xyz", 3, 0); });
@@ -53,7 +53,7 @@ CASE(recv_blocks_until_data, "sendrecv", DATA, "") {
   T("recv", recv(s, b, sizeof b, 0));
 }
 
-CASE(recv_zero_bytes_blocks, "sendrecv", 0, "") {
+CASE(recv_zero_bytes_blocks, "sendrecv", 0, "recv=0@after-peer") {
   // Linux: a blocking receive of 0 bytes waits for a byte (tcp_recvmsg's target is at least 1).
   int c, s;
   pair(c, s);
@@ -62,7 +62,7 @@ CASE(recv_zero_bytes_blocks, "sendrecv", 0, "") {
   T("recv", recv(s, &b, 0, 0));
 }
 
-CASE(send_zero_bytes, "sendrecv", 0, "") {
+CASE(send_zero_bytes, "sendrecv", 0, "send=0@now peer=-1:EAGAIN") {
   int c, s;
   pair(c, s);
   T("send", send(c, "", 0, 0));
@@ -70,7 +70,7 @@ CASE(send_zero_bytes, "sendrecv", 0, "") {
   R("peer", recv(s, &b, 1, MSG_DONTWAIT));
 }
 
-CASE(send_nosignal_peer_closed, "sendrecv", DATA, "") {
+CASE(send_nosignal_peer_closed, "sendrecv", DATA, "recv=0@now send=EPIPE") {
   int c, s;
   pair(c, s);
   close(s);
@@ -91,7 +91,7 @@ CASE(send_nosignal_peer_closed, "sendrecv", DATA, "") {
 
 static std::atomic<int> sigpipes{0};
 
-CASE(send_sigpipe, "sendrecv", DATA, "") {
+CASE(send_sigpipe, "sendrecv", DATA, "send=-1:EPIPE sigpipe=1") {
   signal(SIGPIPE, [](int) { sigpipes++; });
   int c, s;
   pair(c, s);
@@ -100,7 +100,7 @@ CASE(send_sigpipe, "sendrecv", DATA, "") {
   obs("sigpipe=%d", sigpipes.load());
 }
 
-CASE(send_msg_more, "sendrecv", DATA, "") {
+CASE(send_msg_more, "sendrecv", DATA, "send=2 send=2 recv=4 data=abcd") {
   int c, s;
   pair(c, s);
   R("send", send(c, "ab", 2, MSG_MORE));
@@ -110,7 +110,7 @@ CASE(send_msg_more, "sendrecv", DATA, "") {
   obs("data=%s", b);
 }
 
-CASE(send_oob, "sendrecv", DATA, "") {
+CASE(send_oob, "sendrecv", DATA, "send=1 poll=1@now recv_oob=1 byte=a") {
   int c, s;
   pair(c, s);
   R("send", send(c, "a", 1, MSG_OOB));
@@ -121,7 +121,7 @@ CASE(send_oob, "sendrecv", DATA, "") {
   obs("byte=%c", b ? b : '-');
 }
 
-CASE(readv_writev, "sendrecv", DATA, "") {
+CASE(readv_writev, "sendrecv", DATA, "writev=15 readv=15 parts=abc,defg,hijklmno") {
   int c, s;
   pair(c, s);
   char w1[] = "abc", w2[] = "defgh", w3[] = "ijklmno";
@@ -150,12 +150,12 @@ static void iov_past_max(bool send_side, size_t n) {
     T("recvmsg", recvmsg(s, &m, 0));
 }
 
-CASE(sendmsg_iovlen_past_max, "sendrecv", 0, "") { iov_past_max(true, IOV_MAX + 1); }
-CASE(recvmsg_iovlen_past_max, "sendrecv", 0, "") { iov_past_max(false, IOV_MAX + 1); }
-CASE(sendmsg_iovlen_huge, "sendrecv", 0, "") { iov_past_max(true, ((size_t)1 << 32) + 1); }
-CASE(recvmsg_iovlen_huge, "sendrecv", 0, "") { iov_past_max(false, ((size_t)1 << 32) + 1); }
+CASE(sendmsg_iovlen_past_max, "sendrecv", 0, "sendmsg=-1:EMSGSIZE") { iov_past_max(true, IOV_MAX + 1); }
+CASE(recvmsg_iovlen_past_max, "sendrecv", 0, "recvmsg=-1:EMSGSIZE@now") { iov_past_max(false, IOV_MAX + 1); }
+CASE(sendmsg_iovlen_huge, "sendrecv", 0, "sendmsg=-1:EMSGSIZE") { iov_past_max(true, ((size_t)1 << 32) + 1); }
+CASE(recvmsg_iovlen_huge, "sendrecv", 0, "recvmsg=-1:EMSGSIZE@now") { iov_past_max(false, ((size_t)1 << 32) + 1); }
 
-CASE(sendmsg_recvmsg, "sendrecv", DATA, "") {
+CASE(sendmsg_recvmsg, "sendrecv", DATA, "sendmsg=5 recvmsg=5 parts=12,345 flags=0") {
   int c, s;
   pair(c, s);
   char a[] = "12", b[] = "345";
@@ -175,7 +175,7 @@ CASE(sendmsg_recvmsg, "sendrecv", DATA, "") {
   obs("parts=%s,%s flags=%d", r1, r2, n.msg_flags);
 }
 
-CASE(sendfile_file, "sendrecv", DATA, "") {
+CASE(sendfile_file, "sendrecv", DATA, "sendfile=65536 read=65536 offset=65536 data=ok") {
   int c, s;
   pair(c, s);
   char path[] = "/tmp/sockconf.XXXXXX";
@@ -193,7 +193,7 @@ CASE(sendfile_file, "sendrecv", DATA, "") {
   obs("read=%ld offset=%ld data=%s", n, (long)off, same(got, sizeof got, 7) ? "ok" : "bad");
 }
 
-CASE(send_1mib_read_all, "sendrecv", DATA, "") {
+CASE(send_1mib_read_all, "sendrecv", DATA, "send=1048576 read=1048576 data=ok") {
   int c, s;
   pair(c, s);
   static char buf[1 << 20], got[1 << 20];
@@ -205,7 +205,7 @@ CASE(send_1mib_read_all, "sendrecv", DATA, "") {
   obs("read=%ld data=%s", n, same(got, sizeof got, 8) ? "ok" : "bad");
 }
 
-CASE(read_write_calls, "sendrecv", DATA, "") {
+CASE(read_write_calls, "sendrecv", DATA, "write=5 read=5 data=hello") {
   int c, s;
   pair(c, s);
   R("write", write(c, "hello", 5));
@@ -217,21 +217,21 @@ CASE(read_write_calls, "sendrecv", DATA, "") {
 
 // --- shutdown --------------------------------------------------------------------------
 
-CASE(shutdown_wr_then_send, "shutdown", 0, "") {
+CASE(shutdown_wr_then_send, "shutdown", 0, "shutdown=0 send=-1:EPIPE@now") {
   int c, s;
   pair(c, s);
   R("shutdown", shutdown(c, SHUT_WR));
   T("send", send(c, "x", 1, MSG_NOSIGNAL));
 }
 
-CASE(shutdown_rdwr_then_send, "shutdown", 0, "") {
+CASE(shutdown_rdwr_then_send, "shutdown", 0, "shutdown=0 send=-1:EPIPE@now") {
   int c, s;
   pair(c, s);
   R("shutdown", shutdown(c, SHUT_RDWR));
   T("send", send(c, "x", 1, MSG_NOSIGNAL));
 }
 
-CASE(shutdown_wr_peer_eof, "shutdown", DATA, "") {
+CASE(shutdown_wr_peer_eof, "shutdown", DATA, "recv=1 recv=0@after-peer send_back=1 recv_back=1") {
   int c, s;
   pair(c, s);
   send(c, "z", 1, 0);
@@ -243,7 +243,7 @@ CASE(shutdown_wr_peer_eof, "shutdown", DATA, "") {
   R("recv_back", recv(c, b, 1, 0));
 }
 
-CASE(shutdown_rd_wakes_reader, "shutdown", 0, "") {
+CASE(shutdown_rd_wakes_reader, "shutdown", 0, "recv=0@after-peer") {
   int c, s;
   pair(c, s);
   later(PEER_MS, [s] { shutdown(s, SHUT_RD); });
@@ -251,7 +251,7 @@ CASE(shutdown_rd_wakes_reader, "shutdown", 0, "") {
   T("recv", recv(s, &b, 1, 0));
 }
 
-CASE(shutdown_rd_then_recv, "shutdown", 0, "") {
+CASE(shutdown_rd_then_recv, "shutdown", 0, "shutdown=0 recv=0@now") {
   int c, s;
   pair(c, s);
   R("shutdown", shutdown(s, SHUT_RD));
@@ -268,11 +268,11 @@ static void poll_after(int how) {
   obs("revents=%s", pollbits(p.revents));
 }
 
-CASE(shutdown_poll_wr, "shutdown", 0, "") { poll_after(SHUT_WR); }
-CASE(shutdown_poll_rd, "shutdown", 0, "") { poll_after(SHUT_RD); }
-CASE(shutdown_poll_rdwr, "shutdown", 0, "") { poll_after(SHUT_RDWR); }
+CASE(shutdown_poll_wr, "shutdown", 0, "shutdown=0 poll=1@now revents=OUT") { poll_after(SHUT_WR); }
+CASE(shutdown_poll_rd, "shutdown", 0, "shutdown=0 poll=1@now revents=IN|OUT|RDHUP") { poll_after(SHUT_RD); }
+CASE(shutdown_poll_rdwr, "shutdown", 0, "shutdown=0 poll=1@now revents=IN|OUT|HUP|RDHUP") { poll_after(SHUT_RDWR); }
 
-CASE(shutdown_poll_peer_wr, "shutdown", 0, "") {
+CASE(shutdown_poll_peer_wr, "shutdown", 0, "poll=1@after-peer revents=IN|OUT|RDHUP") {
   int c, s;
   pair(c, s);
   later(PEER_MS, [c] { shutdown(c, SHUT_WR); });
@@ -283,18 +283,18 @@ CASE(shutdown_poll_peer_wr, "shutdown", 0, "") {
   obs("revents=%s", pollbits(p.revents));
 }
 
-CASE(shutdown_unconnected, "shutdown", 0, "") {
+CASE(shutdown_unconnected, "shutdown", 0, "shutdown=-1:ENOTCONN") {
   int fd = socket(FAM, SOCK_STREAM, 0);
   R("shutdown", shutdown(fd, SHUT_RDWR));
 }
 
-CASE(shutdown_bad_how, "shutdown", 0, "") {
+CASE(shutdown_bad_how, "shutdown", 0, "shutdown=-1:EINVAL") {
   int c, s;
   pair(c, s);
   R("shutdown", shutdown(c, 7));
 }
 
-CASE(shutdown_twice, "shutdown", 0, "") {
+CASE(shutdown_twice, "shutdown", 0, "shutdown=0 shutdown2=0") {
   int c, s;
   pair(c, s);
   R("shutdown", shutdown(c, SHUT_WR));
@@ -303,7 +303,7 @@ CASE(shutdown_twice, "shutdown", 0, "") {
 
 // --- close ------------------------------------------------------------------------------
 
-CASE(close_peer_reads_then_eof, "close", DATA, "") {
+CASE(close_peer_reads_then_eof, "close", DATA, "read=100000 recv=0@now data=ok") {
   int c, s;
   pair(c, s);
   static char buf[100000], got[100000];
@@ -319,7 +319,7 @@ CASE(close_peer_reads_then_eof, "close", DATA, "") {
   obs("data=%s", same(got, sizeof got, 9) ? "ok" : "bad");
 }
 
-CASE(close_linger_zero_resets, "close", 0, "") {
+CASE(close_linger_zero_resets, "close", 0, "setsockopt=0 recv=-1:ECONNRESET@after-peer") {
   int c, s;
   pair(c, s);
   linger lg = {1, 0};
@@ -329,7 +329,7 @@ CASE(close_linger_zero_resets, "close", 0, "") {
   T("recv", recv(s, &b, 1, 0));
 }
 
-CASE(close_linger_on_data_arrives, "close", DATA, "") {
+CASE(close_linger_on_data_arrives, "close", DATA, "close=0@now read=50000 recv=0 data=ok") {
   int c, s;
   pair(c, s);
   linger lg = {1, 2};
@@ -347,7 +347,7 @@ CASE(close_linger_on_data_arrives, "close", DATA, "") {
   obs("data=%s", same(got, sizeof got, 10) ? "ok" : "bad");
 }
 
-CASE(close_wakes_peer_poll, "close", 0, "") {
+CASE(close_wakes_peer_poll, "close", 0, "poll=1@after-peer revents=IN") {
   int c, s;
   pair(c, s);
   later(PEER_MS, [c] { close(c); });

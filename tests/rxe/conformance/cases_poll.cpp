@@ -11,7 +11,7 @@
 
 #include "frame.h"
 
-CASE(poll_in_after_data, "poll", DATA, "") {
+CASE(poll_in_after_data, "poll", DATA, "poll=1@after-peer revents=IN") {
   int c, s;
   pair(c, s);
   later(PEER_MS, [c] { send(c, "d", 1, 0); });
@@ -20,7 +20,7 @@ CASE(poll_in_after_data, "poll", DATA, "") {
   obs("revents=%s", pollbits(p.revents));
 }
 
-CASE(poll_out_connected, "poll", 0, "") {
+CASE(poll_out_connected, "poll", 0, "poll=1@now revents=OUT") {
   int c, s;
   pair(c, s);
   pollfd p = {c, POLLIN | POLLOUT, 0};
@@ -28,7 +28,7 @@ CASE(poll_out_connected, "poll", 0, "") {
   obs("revents=%s", pollbits(p.revents));
 }
 
-CASE(poll_idle_times_out, "poll", 0, "") {
+CASE(poll_idle_times_out, "poll", 0, "poll=0@now revents=0") {
   int c, s;
   pair(c, s);
   pollfd p = {s, POLLIN, 0};
@@ -36,14 +36,14 @@ CASE(poll_idle_times_out, "poll", 0, "") {
   obs("revents=%s", pollbits(p.revents));
 }
 
-CASE(poll_fresh_socket, "poll", 0, "") {
+CASE(poll_fresh_socket, "poll", 0, "poll=1@now revents=OUT|HUP") {
   int fd = socket(FAM, SOCK_STREAM, 0);
   pollfd p = {fd, POLLIN | POLLOUT, 0};
   T("poll", poll(&p, 1, 100));
   obs("revents=%s", pollbits(p.revents));
 }
 
-CASE(poll_listener_on_connect, "poll", 0, "") {
+CASE(poll_listener_on_connect, "poll", 0, "poll=1@after-peer revents=IN") {
   int l = listener();
   later(PEER_MS, [] { (void)dial(LADDR, LLEN); pause(); });
   pollfd p = {l, POLLIN, 0};
@@ -51,7 +51,7 @@ CASE(poll_listener_on_connect, "poll", 0, "") {
   obs("revents=%s", pollbits(p.revents));
 }
 
-CASE(poll_peer_closed, "poll", 0, "") {
+CASE(poll_peer_closed, "poll", 0, "poll=1@now revents=IN|OUT|RDHUP") {
   int c, s;
   pair(c, s);
   close(c);
@@ -62,7 +62,7 @@ CASE(poll_peer_closed, "poll", 0, "") {
   obs("revents=%s", pollbits(p.revents));
 }
 
-CASE(poll_closed_fd_nval, "poll", 0, "") {
+CASE(poll_closed_fd_nval, "poll", 0, "poll=1@now revents=NVAL") {
   int c, s;
   pair(c, s);
   close(c);
@@ -71,7 +71,7 @@ CASE(poll_closed_fd_nval, "poll", 0, "") {
   obs("revents=%s", pollbits(p.revents));
 }
 
-CASE(poll_nfds_past_rlimit, "poll", 0, "") {
+CASE(poll_nfds_past_rlimit, "poll", 0, "poll=-1:EINVAL@now") {
   int c, s;
   pair(c, s);
   rlimit rl;
@@ -82,7 +82,7 @@ CASE(poll_nfds_past_rlimit, "poll", 0, "") {
   T("poll", poll(v.data(), n, 100));
 }
 
-CASE(poll_nfds_huge, "poll", 0, "") {
+CASE(poll_nfds_huge, "poll", 0, "poll=-1:EINVAL@now") {
   int c, s;
   pair(c, s);
   pollfd p = {s, POLLIN, 0};
@@ -90,7 +90,7 @@ CASE(poll_nfds_huge, "poll", 0, "") {
   T("poll", poll_(&p, (nfds_t)1 << 31, 100));
 }
 
-CASE(select_read_after_data, "poll", DATA, "") {
+CASE(select_read_after_data, "poll", DATA, "select=1@after-peer set=1") {
   int c, s;
   pair(c, s);
   later(PEER_MS, [c] { send(c, "d", 1, 0); });
@@ -102,7 +102,7 @@ CASE(select_read_after_data, "poll", DATA, "") {
   obs("set=%d", FD_ISSET(s, &r) ? 1 : 0);
 }
 
-CASE(select_write_connected, "poll", 0, "") {
+CASE(select_write_connected, "poll", 0, "select=1@now read=0 write=1") {
   int c, s;
   pair(c, s);
   fd_set r, w;
@@ -115,7 +115,7 @@ CASE(select_write_connected, "poll", 0, "") {
   obs("read=%d write=%d", FD_ISSET(c, &r) ? 1 : 0, FD_ISSET(c, &w) ? 1 : 0);
 }
 
-CASE(select_timeout, "poll", 0, "") {
+CASE(select_timeout, "poll", 0, "select=0@now") {
   int c, s;
   pair(c, s);
   fd_set r;
@@ -140,7 +140,7 @@ static void ep_wait(int ep, int ms) {
   if (n > 0) obs("events=%s", epollbits(e.events));
 }
 
-CASE(epoll_level_in, "poll", DATA, "") {
+CASE(epoll_level_in, "poll", DATA, "epoll_wait=1@after-peer events=IN epoll_wait=1@now events=IN") {
   int c, s;
   pair(c, s);
   int ep = ep_with(s, EPOLLIN);
@@ -149,7 +149,7 @@ CASE(epoll_level_in, "poll", DATA, "") {
   ep_wait(ep, 100);  // level-triggered: still readable
 }
 
-CASE(epoll_edge_in, "poll", DATA, "") {
+CASE(epoll_edge_in, "poll", DATA, "epoll_wait=1@after-peer events=IN epoll_wait=0@now epoll_wait=1@after-peer events=IN") {
   int c, s;
   pair(c, s);
   int ep = ep_with(s, EPOLLIN | EPOLLET);
@@ -160,14 +160,14 @@ CASE(epoll_edge_in, "poll", DATA, "") {
   ep_wait(ep, 3000);  // more data: a new edge
 }
 
-CASE(epoll_out_connected, "poll", 0, "") {
+CASE(epoll_out_connected, "poll", 0, "epoll_wait=1@now events=OUT") {
   int c, s;
   pair(c, s);
   int ep = ep_with(c, EPOLLIN | EPOLLOUT);
   ep_wait(ep, 1000);
 }
 
-CASE(epoll_rdhup_peer_shutdown, "poll", 0, "") {
+CASE(epoll_rdhup_peer_shutdown, "poll", 0, "epoll_wait=1@after-peer events=IN|RDHUP") {
   int c, s;
   pair(c, s);
   int ep = ep_with(s, EPOLLIN | EPOLLRDHUP);
@@ -175,14 +175,14 @@ CASE(epoll_rdhup_peer_shutdown, "poll", 0, "") {
   ep_wait(ep, 3000);
 }
 
-CASE(epoll_listener_on_connect, "poll", 0, "") {
+CASE(epoll_listener_on_connect, "poll", 0, "epoll_wait=1@after-peer events=IN") {
   int l = listener();
   int ep = ep_with(l, EPOLLIN);
   later(PEER_MS, [] { (void)dial(LADDR, LLEN); pause(); });
   ep_wait(ep, 3000);
 }
 
-CASE(epoll_ctl_mod_del, "poll", 0, "") {
+CASE(epoll_ctl_mod_del, "poll", 0, "mod=0 epoll_wait=1@now events=OUT del=0 del2=-1:ENOENT add=0 add2=-1:EEXIST") {
   int c, s;
   pair(c, s);
   int ep = ep_with(c, EPOLLIN);
@@ -197,7 +197,7 @@ CASE(epoll_ctl_mod_del, "poll", 0, "") {
   R("add2", epoll_ctl(ep, EPOLL_CTL_ADD, c, &e));
 }
 
-CASE(epoll_oneshot, "poll", DATA, "") {
+CASE(epoll_oneshot, "poll", DATA, "epoll_wait=1@now events=IN epoll_wait=0@now") {
   int c, s;
   pair(c, s);
   int ep = ep_with(s, EPOLLIN | EPOLLONESHOT);

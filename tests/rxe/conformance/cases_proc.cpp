@@ -33,7 +33,7 @@ static int status_of(pid_t pid) {
 
 // --- fork ---------------------------------------------------------------------------------
 
-CASE(fork_child_uses_accepted, "fork", DATA, "") {
+CASE(fork_child_uses_accepted, "fork", DATA, "child=0 client_read=child eof=0") {
   int l = listener();
   std::string got;
   long eof = -2;
@@ -53,7 +53,7 @@ CASE(fork_child_uses_accepted, "fork", DATA, "") {
   obs("client_read=%s eof=%ld", got.empty() ? "none" : got.c_str(), eof);
 }
 
-CASE(fork_listener_child_accepts, "fork", DATA, "") {
+CASE(fork_listener_child_accepts, "fork", DATA, "connect=0@now read=3 data=kid child=0") {
   int l = listener();
   pid_t pid = fork();
   if (pid == 0) {
@@ -74,7 +74,7 @@ CASE(fork_listener_child_accepts, "fork", DATA, "") {
   obs("child=%d", status_of(pid));
 }
 
-CASE(fork_parent_keeps_connection, "fork", DATA, "") {
+CASE(fork_parent_keeps_connection, "fork", DATA, "child=0 send=5 recv=5 data=still") {
   // A child forked (and exited) after the connection was made does not disturb it.
   int c, s;
   pair(c, s);
@@ -89,7 +89,7 @@ CASE(fork_parent_keeps_connection, "fork", DATA, "") {
 
 // --- exec ----------------------------------------------------------------------------------
 
-CASE(exec_keeps_fd, "exec", DATA, "") {
+CASE(exec_keeps_fd, "exec", DATA, "child=0 recv=4 data=exec recv=0@now") {
   int c, s;
   pair(c, s);
   pid_t pid = fork();
@@ -106,7 +106,7 @@ CASE(exec_keeps_fd, "exec", DATA, "") {
   T("recv", recv(s, b, 1, 0));
 }
 
-CASE(exec_cloexec_closed, "exec", 0, "") {
+CASE(exec_cloexec_closed, "exec", 0, "child_sees=closed") {
   int c = socket(FAM, SOCK_STREAM | SOCK_CLOEXEC, 0);
   pid_t pid = fork();
   if (pid == 0) {
@@ -146,7 +146,7 @@ static void killed_peer(int &s, pid_t &pid) {
   later(PEER_MS, [k] { kill(k, SIGKILL); });
 }
 
-CASE(peer_killed_reader_wakes, "peer-death", 0, "") {
+CASE(peer_killed_reader_wakes, "peer-death", 0, "recv=0@after-peer") {
   int s;
   pid_t pid;
   killed_peer(s, pid);
@@ -154,7 +154,7 @@ CASE(peer_killed_reader_wakes, "peer-death", 0, "") {
   T("recv", recv(s, &b, 1, 0));
 }
 
-CASE(peer_killed_send_fails, "peer-death", 0, "") {
+CASE(peer_killed_send_fails, "peer-death", 0, "send=EPIPE") {
   int s;
   pid_t pid;
   killed_peer(s, pid);
@@ -171,7 +171,7 @@ CASE(peer_killed_send_fails, "peer-death", 0, "") {
   obs("send=%s", r < 0 ? strerrorname_np(errno) : "ok");
 }
 
-CASE(peer_killed_poll_wakes, "peer-death", 0, "") {
+CASE(peer_killed_poll_wakes, "peer-death", 0, "poll=1@after-peer revents=IN") {
   int s;
   pid_t pid;
   killed_peer(s, pid);
@@ -219,11 +219,11 @@ static void wildcard_server(int family, const char *to) {
   obs("data=%s", b);
 }
 
-CASE(loopback_any_to_127, "loopback", LOOP, "") { wildcard_server(AF_INET, "127.0.0.1"); }
-CASE(loopback_any_to_own_address, "loopback", DATA, "") { wildcard_server(AF_INET, nullptr); }
-CASE(loopback6_any_to_v6_loopback, "loopback", LOOP | V6, "") { wildcard_server(AF_INET6, "::1"); }
+CASE(loopback_any_to_127, "loopback", LOOP, "connect=0@now send=4 recv=4 reply=4 recv=4 data=pingpong") { wildcard_server(AF_INET, "127.0.0.1"); }
+CASE(loopback_any_to_own_address, "loopback", DATA, "connect=0@now send=4 recv=4 reply=4 recv=4 data=pingpong") { wildcard_server(AF_INET, nullptr); }
+CASE(loopback6_any_to_v6_loopback, "loopback", LOOP | V6, "connect=0@now send=4 recv=4 reply=4 recv=4 data=pingpong") { wildcard_server(AF_INET6, "::1"); }
 
-CASE(loopback_127_both, "loopback", LOOP, "") {
+CASE(loopback_127_both, "loopback", LOOP, "bind=0 listen=0 connect=0@now send=2 recv=2 data=lo") {
   sockaddr_storage a{};
   auto &a4 = (sockaddr_in &)a;
   a4.sin_family = AF_INET;

@@ -39,10 +39,10 @@ static void sendto_recvfrom() {
   obs("data=%s from=%s", b, same_addr(from, sa) ? "sender" : "other");
 }
 
-CASE(udp_sendto_recvfrom, "udp", DATA, "") { sendto_recvfrom(); }
-CASE(udp6_sendto_recvfrom, "udp", DATA | V6, "") { sendto_recvfrom(); }
+CASE(udp_sendto_recvfrom, "udp", DATA, "sendto=8 recvfrom=8 data=datagram from=sender") { sendto_recvfrom(); }
+CASE(udp6_sendto_recvfrom, "udp", DATA | V6, "sendto=8 recvfrom=8 data=datagram from=sender") { sendto_recvfrom(); }
 
-CASE(udp_sendmsg_msg_name, "udp", DATA, "") {
+CASE(udp_sendmsg_msg_name, "udp", DATA, "sendmsg=5 recvmsg=5 data=named from=sender") {
   int r, s;
   sockaddr_storage ra, sa;
   udp_two(r, ra, s, sa);
@@ -66,7 +66,7 @@ CASE(udp_sendmsg_msg_name, "udp", DATA, "") {
   obs("data=%s from=%s", b, same_addr(from, sa) ? "sender" : "other");
 }
 
-CASE(udp_connected, "udp", DATA, "") {
+CASE(udp_connected, "udp", DATA, "connect=0 send=4 recv=4 getpeername=0 data=conn peer=receiver") {
   int r, s;
   sockaddr_storage ra, sa;
   udp_two(r, ra, s, sa);
@@ -80,18 +80,18 @@ CASE(udp_connected, "udp", DATA, "") {
   obs("data=%s peer=%s", b, same_addr(peer, ra) ? "receiver" : "other");
 }
 
-CASE(udp_send_unconnected, "udp", 0, "") {
+CASE(udp_send_unconnected, "udp", 0, "send=-1:EDESTADDRREQ") {
   int s = socket(FAM, SOCK_DGRAM, 0);
   R("send", send(s, "x", 1, 0));
 }
 
-CASE(udp_recv_dontwait, "udp", 0, "") {
+CASE(udp_recv_dontwait, "udp", 0, "recv=-1:EAGAIN@now") {
   int r = udp_bound();
   char b;
   T("recv", recv(r, &b, 1, MSG_DONTWAIT));
 }
 
-CASE(udp_recv_blocks_until_datagram, "udp", DATA, "") {
+CASE(udp_recv_blocks_until_datagram, "udp", DATA, "recv=4@after-peer") {
   int r, s;
   sockaddr_storage ra, sa;
   udp_two(r, ra, s, sa);
@@ -100,7 +100,7 @@ CASE(udp_recv_blocks_until_datagram, "udp", DATA, "") {
   T("recv", recv(r, b, sizeof b, 0));
 }
 
-CASE(udp_sendmmsg_recvmmsg, "udp", DATA, "") {
+CASE(udp_sendmmsg_recvmmsg, "udp", DATA, "sendmmsg=3 poll=1@now recvmmsg=3@now got=one,two,six lens=3,3,3") {
   int r, s;
   sockaddr_storage ra, sa;
   udp_two(r, ra, s, sa);
@@ -129,7 +129,7 @@ CASE(udp_sendmmsg_recvmmsg, "udp", DATA, "") {
   obs("got=%s,%s,%s lens=%u,%u,%u", g[0], g[1], g[2], n[0].msg_len, n[1].msg_len, n[2].msg_len);
 }
 
-CASE(udp_truncated, "udp", DATA, "") {
+CASE(udp_truncated, "udp", DATA, "poll=1@now recvmsg=10 trunc=1 poll=1@now recv_trunc=100") {
   int r, s;
   sockaddr_storage ra, sa;
   udp_two(r, ra, s, sa);
@@ -149,7 +149,7 @@ CASE(udp_truncated, "udp", DATA, "") {
   R("recv_trunc", recv(r, b, sizeof b, MSG_TRUNC));
 }
 
-CASE(udp_peek_then_read, "udp", DATA, "") {
+CASE(udp_peek_then_read, "udp", DATA, "poll=1@now peek=5 recv=5 recv=6 data=first,first,second") {
   int r, s;
   sockaddr_storage ra, sa;
   udp_two(r, ra, s, sa);
@@ -163,8 +163,9 @@ CASE(udp_peek_then_read, "udp", DATA, "") {
   obs("data=%s,%s,%s", a, b, c);
 }
 
-CASE(udp_big_datagram_small_rcvbuf, "udp", DATA, "") {
-  // A datagram larger than the receive buffer (Linux takes one into an empty queue).
+CASE(udp_datagram_8000_bytes, "udp", DATA, "sendto=8000 poll=1@now recv=8000") {
+  // A datagram larger than the receive buffer (Linux takes one into an empty
+  // queue) and than one RDMA datagram (rsocket(7): EMSGSIZE past the port's MTU).
   int r, s;
   sockaddr_storage ra, sa;
   udp_two(r, ra, s, sa);
@@ -178,14 +179,14 @@ CASE(udp_big_datagram_small_rcvbuf, "udp", DATA, "") {
   R("recv", recv(r, b, sizeof b, MSG_DONTWAIT));
 }
 
-CASE(udp_poll_writable, "udp", 0, "") {
+CASE(udp_poll_writable, "udp", 0, "poll=1@now revents=OUT") {
   int r = udp_bound();
   pollfd p = {r, POLLIN | POLLOUT, 0};
   T("poll", poll(&p, 1, 100));
   obs("revents=%s", pollbits(p.revents));
 }
 
-CASE(udp_getsockname_bound, "udp", 0, "") {
+CASE(udp_getsockname_bound, "udp", 0, "bind=0 getsockname=0 len=16 port=set") {
   int r = socket(FAM, SOCK_DGRAM, 0);
   R("bind", bind(r, (sockaddr *)&ADDR, ALEN));
   sockaddr_storage a{};
@@ -194,7 +195,7 @@ CASE(udp_getsockname_bound, "udp", 0, "") {
   obs("len=%u port=%s", len, port_of(a) ? "set" : "0");
 }
 
-CASE(udp_shutdown_unconnected, "udp", 0, "") {
+CASE(udp_shutdown_unconnected, "udp", 0, "shutdown=-1:ENOTCONN") {
   int r = udp_bound();
   R("shutdown", shutdown(r, SHUT_RDWR));
 }

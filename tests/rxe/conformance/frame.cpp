@@ -74,7 +74,7 @@ void done(long r, int err, double t0, bool timed) {
   if (timed) {
     double t = mono();
     double pa = peer_at.load();
-    const char *cls = pa > t0 && t >= pa ? "after-peer" : t - t0 < 0.4 ? "now" : "slow";
+    const char *cls = pa > t0 && t >= pa ? "after-peer" : t - t0 < 1.5 ? "now" : "slow";
     n += snprintf(buf + n, sizeof buf - n, "@%s", cls);
   }
   put(buf, n);

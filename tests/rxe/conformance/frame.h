@@ -23,7 +23,9 @@ double mono();
 extern std::atomic<double> peer_at;  // when the peer last acted (mono()), 0: never
 
 // R: the call's return value (or -1 and its errno name). T: the same, and when
-// it returned: now (< 0.4 s), after-peer (after the peer acted during the call), slow.
+// it returned: after-peer (the peer acted during the call, and it returned
+// after that), now (else, within 1.5 s: room for an RDMA connect in the
+// emulated VM; a peer acts PEER_MS after the call began), slow (later).
 #define R(label, expr) ({ pend(label); double t0_ = mono(); errno = 0; long r_ = (long)(expr); \
                           done(r_, errno, t0_, false); r_; })
 #define T(label, expr) ({ pend(label); double t0_ = mono(); errno = 0; long r_ = (long)(expr); \

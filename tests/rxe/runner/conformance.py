@@ -20,6 +20,9 @@ compared with the kernel's.
                      be in its "Differences from TCP and UDP" section
   --only REGEX       the cases to run (sockconf --only)
   --bound S, --long-bound S   a case's bound (sockconf's, default 4 and 12)
+  --reference-bound S, --reference-long-bound S   the same for rdma-core's
+                     column (default 2 and 6: it hangs in many cases, and
+                     its column is information only)
 
 Environment: RXE_IP (required), RXE_IP6 (the IPv6 cases; skipped without it), RXE_DEV.
 
@@ -96,13 +99,14 @@ class Conformance:
                 cases.append({'name': w[0], 'cls': w[1], 'flags': w[2].split(','), 'expect': w[3]})
         return cases
 
-    def column(self, label, env, cases):
-        """Runs every case under ENV; {case: (observation, rxe packets)}."""
+    def column(self, label, env, cases, bound, long_bound):
+        """Runs every case under ENV, each within BOUND seconds (LONG_BOUND
+        for the long ones); {case: (observation, rxe packets)}."""
         o = self.o
         n_long = sum(1 for c in cases if 'long' in c['flags'])
-        limit = int(((len(cases) - n_long) * o.bound + n_long * o.long_bound) * 1.3) + 60
-        argv = [o.sockconf, '--addr', self.ip, '--addr6', self.ip6, '--bound', str(o.bound), '--long-bound',
-                str(o.long_bound), '--counter', '/sys/class/infiniband/%s/ports/1/hw_counters/sent_pkts' % core.RXE_DEV]
+        limit = int(((len(cases) - n_long) * bound + n_long * long_bound) * 1.3) + 60
+        argv = [o.sockconf, '--addr', self.ip, '--addr6', self.ip6, '--bound', str(bound), '--long-bound',
+                str(long_bound), '--counter', '/sys/class/infiniband/%s/ports/1/hw_counters/sent_pkts' % core.RXE_DEV]
         if o.only:
             argv += ['--only', o.only]
         out, err = '%s/%s.out' % (self.logroot, label), '%s/%s.err' % (self.logroot, label)
@@ -141,12 +145,14 @@ class Conformance:
         say('conformance: %d cases on %s at %s%s; logs in %s'
             % (len(cases), core.RXE_DEV, self.ip, ' and ' + self.ip6 if self.ip6 else '', self.logroot))
         t_all = now()
-        kern = self.column('kernel', [], cases)
+        kern = self.column('kernel', [], cases, o.bound, o.long_bound)
         ours = self.column('ours', ['LD_PRELOAD=' + os.path.realpath(o.lib),
-                                    'LD_LIBRARY_PATH=' + os.path.dirname(os.path.realpath(o.rdmacm))], cases)
+                                    'LD_LIBRARY_PATH=' + os.path.dirname(os.path.realpath(o.rdmacm))], cases,
+                           o.bound, o.long_bound)
         ref = None
         if not o.no_reference and os.path.isfile(o.reference_lib):
-            ref = self.column('rdma-core', ['LD_PRELOAD=' + o.reference_lib], cases)
+            ref = self.column('rdma-core', ['LD_PRELOAD=' + o.reference_lib], cases, o.reference_bound,
+                              o.reference_long_bound)
         names = {c['name'] for c in cases}
         for name, reason in docs.items():
             if name not in names and not o.only:
@@ -208,6 +214,8 @@ def add_options(p, repo):
     p.add_argument('--only', default='')
     p.add_argument('--bound', type=int, default=4)
     p.add_argument('--long-bound', type=int, default=12)
+    p.add_argument('--reference-bound', type=int, default=2)
+    p.add_argument('--reference-long-bound', type=int, default=6)
     p.add_argument('--keep', action='store_true')
     p.add_argument('--logdir', default='')
 
