@@ -35,7 +35,7 @@ extern std::atomic<double> peer_at;  // when the peer last acted (mono()), 0: ne
 // set as it acts). The delay is the thing measured (the call blocked until
 // the peer acted), not a stand-in for a condition.
 void later(int ms, std::function<void()> fn);
-constexpr int PEER_MS = 600;
+constexpr int PEER_MS = 300;
 
 // --- addresses and connections ---------------------------------------------------
 extern sockaddr_storage ADDR;  // the case's address (--addr, or --addr6 for the IPv6 cases)
