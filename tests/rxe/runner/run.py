@@ -4,6 +4,9 @@
   run.py interop [options]   rdma-core's own tools through our librdmacm
   run.py tools [options]     our bundled tools (examples/) against themselves and rdma-core's
   run.py preload [options]   ordinary Debian programs under an rsocket preload
+  run.py conformance [options]
+                             socket calls case by case over the kernel, our
+                             preload and rdma-core's (tests/rxe/conformance/)
   run.py cpython [options]   CPython's socket tests over the kernel, our preload and rdma-core's
   run.py judge peer-exit-race TOOL STATUS ERRFILE [CASE]
                              (for shell scripts) status 0 and a FORGIVEN line if
@@ -45,7 +48,7 @@ def judge_cli(args):
 
 
 def main(argv):
-    if not argv or argv[0] not in ('interop', 'tools', 'preload', 'cpython', 'judge'):
+    if not argv or argv[0] not in ('interop', 'tools', 'preload', 'conformance', 'cpython', 'judge'):
         print(__doc__, file=sys.stderr)
         return 2
     if argv[0] == 'judge':

@@ -1,0 +1,316 @@
+// Cases: socket and bind, listen, accept and accept4, connect.
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "frame.h"
+
+// --- socket, bind -------------------------------------------------------------------
+
+CASE(bind_short_addrlen, "bind", 0, "bind=-1:EINVAL") {
+  int fd = socket(FAM, SOCK_STREAM, 0);
+  R("bind", bind(fd, (sockaddr *)&ADDR, ALEN - 1));
+}
+
+CASE(bind_bad_family, "bind", 0, "bind=-1:EAFNOSUPPORT") {
+  int fd = socket(FAM, SOCK_STREAM, 0);
+  sockaddr_storage a = ADDR;
+  a.ss_family = AF_UNIX;
+  R("bind", bind(fd, (sockaddr *)&a, ALEN));
+}
+
+CASE(bind_port_in_use, "bind", 0, "bind=-1:EADDRINUSE") {
+  int l = listener();
+  int fd = socket(FAM, SOCK_STREAM, 0);
+  R("bind", bind(fd, (sockaddr *)&LADDR, LLEN));
+  close(l);
+}
+
+CASE(bind_twice, "bind", 0, "bind=0 bind2=-1:EINVAL") {
+  int fd = socket(FAM, SOCK_STREAM, 0);
+  R("bind", bind(fd, (sockaddr *)&ADDR, ALEN));
+  R("bind2", bind(fd, (sockaddr *)&ADDR, ALEN));
+}
+
+CASE(bind_port_after_close, "bind", 0, "bind=0 port=same") {
+  int l = listener();
+  sockaddr_storage a = LADDR;
+  close(l);
+  int fd = socket(FAM, SOCK_STREAM, 0);
+  R("bind", bind(fd, (sockaddr *)&a, LLEN));
+  socklen_t len = sizeof(sockaddr_storage);
+  sockaddr_storage b{};
+  getsockname(fd, (sockaddr *)&b, &len);
+  obs("port=%s", port_of(b) == port_of(a) ? "same" : "other");
+}
+
+CASE(bind_reuseaddr_both, "bind", 0, "bind=-1:EADDRINUSE") {
+  // Two sockets with SO_REUSEADDR on one port, the first listening: Linux refuses the second.
+  int one = 1;
+  int a = socket(FAM, SOCK_STREAM, 0);
+  setsockopt(a, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(a, (sockaddr *)&ADDR, ALEN)) setup_failed("bind");
+  LLEN = sizeof LADDR;
+  getsockname(a, (sockaddr *)&LADDR, &LLEN);
+  listen(a, 4);
+  int b = socket(FAM, SOCK_STREAM, 0);
+  setsockopt(b, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  R("bind", bind(b, (sockaddr *)&LADDR, LLEN));
+}
+
+CASE(socket_bad_type, "bind", 0, "socket=-1:EINVAL") { R("socket", socket(FAM, 99, 0)); }
+
+CASE(getsockname_after_bind, "bind", 0, "bind=0 getsockname=0 len=16 port=set") {
+  int fd = socket(FAM, SOCK_STREAM, 0);
+  R("bind", bind(fd, (sockaddr *)&ADDR, ALEN));
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  R("getsockname", getsockname(fd, (sockaddr *)&a, &len));
+  obs("len=%u port=%s", len, port_of(a) ? "set" : "0");
+}
+
+// --- listen -------------------------------------------------------------------------
+
+// N clients connect at once to a listener with BACKLOG; the server accepts one
+// every 50 ms, for at most 8 s. Linux drops what overflows the accept queue
+// and the clients retry: every client connects. "unfinished": clients still
+// connecting (or waiting for their reply) at the end.
+static void backlog_case(int backlog, int clients) {
+  int l = listener(backlog);
+  std::atomic<int> ok{0}, refused{0}, other{0}, finished{0};
+  for (int i = 0; i < clients; i++)
+    std::thread([&] {
+      int fd = dial(LADDR, LLEN);
+      if (fd >= 0) {
+        ok++;
+        // A request, then the reply: as a client of a real protocol (with
+        // SYN cookies a connection the server has not seen yet is made by
+        // the client's first data).
+        char b;
+        send(fd, "q", 1, MSG_NOSIGNAL);
+        recv(fd, &b, 1, 0);
+      } else if (errno == ECONNREFUSED) {
+        refused++;
+      } else {
+        other++;
+      }
+      finished++;
+    }).detach();
+  int accepted = 0;
+  double end = mono() + 8;
+  while (accepted < clients && finished < clients && mono() < end) {
+    usleep(50 * 1000);  // the slow server: what the case is about
+    pollfd p = {l, POLLIN, 0};
+    if (poll(&p, 1, 100) != 1) continue;
+    int s = accept(l, nullptr, nullptr);
+    if (s < 0) break;
+    accepted++;
+    char b;
+    if (recv(s, &b, 1, 0) == 1) send(s, "x", 1, MSG_NOSIGNAL);
+  }
+  while (finished < clients && mono() < end) usleep(10 * 1000);
+  obs("connected=%d refused=%d other=%d accepted=%d unfinished=%d", ok.load(), refused.load(), other.load(),
+      accepted, clients - finished.load());
+}
+
+CASE(listen_backlog1_8clients, "listen", DATA | LONG, "connected=8 refused=0 other=0 accepted=8 unfinished=0") {
+  backlog_case(1, 8);
+}
+CASE(listen_backlog4_16clients, "listen", DATA | LONG, "connected=16 refused=0 other=0 accepted=16 unfinished=0") {
+  backlog_case(4, 16);
+}
+
+CASE(listen_twice, "listen", 0, "listen2=0") {
+  int l = listener(2);
+  R("listen2", listen(l, 8));
+}
+
+CASE(listen_on_connected, "listen", 0, "listen=-1:EINVAL") {
+  int c, s;
+  pair(c, s);
+  R("listen", listen(c, 4));
+}
+
+CASE(listen_unbound, "listen", 0, "listen=0 port=set") {
+  int fd = socket(FAM, SOCK_STREAM, 0);
+  R("listen", listen(fd, 4));
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  getsockname(fd, (sockaddr *)&a, &len);
+  obs("port=%s", port_of(a) ? "set" : "0");
+}
+
+// --- accept -------------------------------------------------------------------------
+
+static int accept_one(int flags) {
+  int l = listener();
+  std::thread t([&] { (void)dial(LADDR, LLEN); pause(); });
+  t.detach();
+  int s = flags < 0 ? accept(l, nullptr, nullptr) : accept4(l, nullptr, nullptr, flags);
+  if (s < 0) setup_failed("accept");
+  return s;
+}
+
+CASE(accept4_nonblock, "accept", 0, "nonblock=1 recv=-1:EAGAIN") {
+  int s = accept_one(SOCK_NONBLOCK);
+  obs("nonblock=%d", !!(fcntl(s, F_GETFL) & O_NONBLOCK));
+  char b;
+  R("recv", recv(s, &b, 1, 0));
+}
+
+CASE(accept4_cloexec, "accept", 0, "cloexec=1") {
+  int s = accept_one(SOCK_CLOEXEC);
+  obs("cloexec=%d", fcntl(s, F_GETFD) & FD_CLOEXEC);
+}
+
+CASE(accept_flags_not_inherited, "accept", 0, "nonblock=0 cloexec=0") {
+  // Linux: an accepted socket does not inherit the listener's O_NONBLOCK.
+  int l = listener();
+  fcntl(l, F_SETFL, O_NONBLOCK);
+  std::thread t([&] { (void)dial(LADDR, LLEN); pause(); });
+  t.detach();
+  pollfd p = {l, POLLIN, 0};
+  poll(&p, 1, 3000);
+  int s = accept(l, nullptr, nullptr);
+  if (s < 0) setup_failed("accept");
+  obs("nonblock=%d cloexec=%d", !!(fcntl(s, F_GETFL) & O_NONBLOCK), fcntl(s, F_GETFD) & FD_CLOEXEC);
+}
+
+CASE(accept_not_listening, "accept", 0, "accept=-1:EINVAL") {
+  int fd = socket(FAM, SOCK_STREAM, 0);
+  bind(fd, (sockaddr *)&ADDR, ALEN);
+  R("accept", accept(fd, nullptr, nullptr));
+}
+
+CASE(accept_nonblock_eagain, "accept", 0, "accept=-1:EAGAIN@now") {
+  int l = listener();
+  fcntl(l, F_SETFL, O_NONBLOCK);
+  T("accept", accept(l, nullptr, nullptr));
+}
+
+CASE(accept_blocks_until_connect, "accept", 0, "accept=0@after-peer fd=ok") {
+  int l = listener();
+  later(PEER_MS, [] { (void)dial(LADDR, LLEN); pause(); });
+  long s = T("accept", accept(l, nullptr, nullptr) >= 0 ? 0 : -1);
+  obs("fd=%s", s == 0 ? "ok" : "none");
+}
+
+CASE(accept_peer_address, "accept", 0, "accept=0 len=16 family=same addr=same port=same") {
+  int l = listener();
+  std::atomic<int> cport{0};
+  std::thread t([&] {
+    int c = dial(LADDR, LLEN);
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    getsockname(c, (sockaddr *)&a, &len);
+    cport = port_of(a);
+    pause();
+  });
+  t.detach();
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  long s = R("accept", accept(l, (sockaddr *)&a, &len) >= 0 ? 0 : -1);
+  while (s == 0 && !cport) usleep(1000);
+  bool addr_same = a.ss_family == FAM &&
+                   (FAM == AF_INET ? ((sockaddr_in &)a).sin_addr.s_addr == ((sockaddr_in &)ADDR).sin_addr.s_addr
+                                   : !memcmp(&((sockaddr_in6 &)a).sin6_addr, &((sockaddr_in6 &)ADDR).sin6_addr, 16));
+  obs("len=%u family=%s addr=%s port=%s", len, a.ss_family == FAM ? "same" : "other", addr_same ? "same" : "other",
+      port_of(a) == cport ? "same" : "other");
+}
+
+CASE(accept_wakes_on_shutdown, "accept", 0, "accept=-1:EINVAL@after-peer") {
+  int l = listener();
+  later(PEER_MS, [l] { shutdown(l, SHUT_RDWR); });
+  T("accept", accept(l, nullptr, nullptr));
+}
+
+// --- connect ------------------------------------------------------------------------
+
+CASE(connect_blocking, "connect", 0, "connect=0@now accept=0") {
+  int l = listener();
+  int c = socket(FAM, SOCK_STREAM, 0);
+  T("connect", connect(c, (sockaddr *)&LADDR, LLEN));
+  R("accept", accept(l, nullptr, nullptr) >= 0 ? 0 : -1);
+}
+
+CASE(connect_nonblocking, "connect", 0, "connect=-1:EINPROGRESS poll=1@now revents=OUT so_error=0 accept=0") {
+  int l = listener();
+  int c = socket(FAM, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  long r = R("connect", connect(c, (sockaddr *)&LADDR, LLEN));
+  if (r < 0 && errno == EINPROGRESS) {
+    pollfd p = {c, POLLOUT, 0};
+    T("poll", poll(&p, 1, 3000));
+    obs("revents=%s", pollbits(p.revents));
+  }
+  int err = -1;
+  socklen_t len = sizeof err;
+  getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len);
+  obs("so_error=%s", err ? strerrorname_np(err) : "0");
+  R("accept", accept(l, nullptr, nullptr) >= 0 ? 0 : -1);
+}
+
+CASE(connect_twice, "connect", 0, "connect2=-1:EISCONN") {
+  int c, s;
+  pair(c, s);
+  R("connect2", connect(c, (sockaddr *)&LADDR, LLEN));
+}
+
+CASE(connect_refused, "connect", 0, "connect=-1:ECONNREFUSED@now") {
+  int l = listener();
+  sockaddr_storage a = LADDR;
+  close(l);
+  int c = socket(FAM, SOCK_STREAM, 0);
+  T("connect", connect(c, (sockaddr *)&a, LLEN));
+}
+
+CASE(connect_nonblocking_refused, "connect", 0, "connect=-1:EINPROGRESS poll=1@now revents=OUT|ERR|HUP so_error=ECONNREFUSED") {
+  int l = listener();
+  sockaddr_storage a = LADDR;
+  close(l);
+  int c = socket(FAM, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  long r = R("connect", connect(c, (sockaddr *)&a, LLEN));
+  if (r < 0 && errno == EINPROGRESS) {
+    pollfd p = {c, POLLOUT, 0};
+    T("poll", poll(&p, 1, 3000));
+    obs("revents=%s", pollbits(p.revents));
+  }
+  int err = -1;
+  socklen_t len = sizeof err;
+  getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len);
+  obs("so_error=%s", err ? strerrorname_np(err) : "0");
+}
+
+CASE(connect_nonblocking_again, "connect", 0, "connect2=0") {
+  // A second connect while the first is under way, or after it completed.
+  int l = listener();
+  int c = socket(FAM, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  connect(c, (sockaddr *)&LADDR, LLEN);
+  pollfd p = {c, POLLOUT, 0};
+  poll(&p, 1, 3000);
+  R("connect2", connect(c, (sockaddr *)&LADDR, LLEN));
+  (void)l;
+}
+
+CASE(connect_short_addrlen, "connect", 0, "connect=-1:EINVAL") {
+  int l = listener();
+  int c = socket(FAM, SOCK_STREAM, 0);
+  R("connect", connect(c, (sockaddr *)&LADDR, LLEN - 1));
+  (void)l;
+}
+
+CASE(connect_v6_exchange, "connect", V6 | DATA, "send=4096 recv=4096 data=ok") {
+  int c, s;
+  pair(c, s);
+  char buf[4096];
+  fill(buf, sizeof buf, 6);
+  R("send", writen(c, buf, sizeof buf));
+  char got[4096];
+  R("recv", readn(s, got, sizeof got));
+  obs("data=%s", same(got, sizeof got, 6) ? "ok" : "bad");
+}
