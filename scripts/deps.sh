@@ -16,6 +16,7 @@ PACKAGES=(
   clang libclang-rt-14-dev                   # libFuzzer targets (tests/fuzz)
   # ordinary socket programs run under the rsocket preload (tests/rxe/preload, bench/preload_programs.sh)
   netcat-traditional netcat-openbsd socat iperf3 memcached libmemcached-tools sockperf redis-server redis-tools
+  libpython3.11-testsuite                    # CPython's socket tests, the public suite of rxe.conformance (runner/cpython.py)
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
