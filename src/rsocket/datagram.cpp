@@ -17,6 +17,7 @@
 #include <new>
 
 #include "core/cm.h"
+#include "rsocket/caller_memory.h"
 #include "rsocket/config.h"
 #include "rsocket/kernel_fds.h"
 #include "rsocket/option_value.h"
@@ -211,7 +212,10 @@ int DatagramSocket::connect(const sockaddr* addr, socklen_t len) {
   if (!addr) return -EFAULT;
   if (int err = init_endpoint()) return err;
   LockGuard lock(send_mutex_);
-  if (::connect(fd_, addr, len)) return -errno;
+  {
+    LockGuard fd(fd_mutex_);
+    if (::connect(fd_, addr, len)) return -errno;
+  }
   if (addr->sa_family == AF_UNSPEC) {  // as UDP's: no peer any more
     conn_dest_ = nullptr;
     conn_plain_ = false;
@@ -351,12 +355,21 @@ void DatagramSocket::release(std::unique_ptr<File>) {
   if (endpoint_ && !qps_.empty()) wait(&DatagramSocket::all_sends_done, false);
 }
 
+// The UDP socket's names, through our own memory: the caller's pointers are
+// checked as the kernel checks them (caller_memory.h), never read by libc's
+// wrappers (a sanitizer's interceptor reads *len before the call).
 int DatagramSocket::peer_name(sockaddr* addr, socklen_t* len) {
-  return ::getpeername(fd_, addr, len) ? -errno : 0;
+  sockaddr_storage a{};
+  socklen_t n = sizeof(a);
+  if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&a), &n)) return -errno;
+  return give_addr(&a, n, addr, len);
 }
 
 int DatagramSocket::sock_name(sockaddr* addr, socklen_t* len) {
-  return ::getsockname(fd_, addr, len) ? -errno : 0;
+  sockaddr_storage a{};
+  socklen_t n = sizeof(a);
+  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &n)) return -errno;
+  return give_addr(&a, n, addr, len);
 }
 
 int DatagramSocket::set_flags(int flags) {
@@ -406,7 +419,11 @@ int DatagramSocket::get_option(int level, int name, void* value, socklen_t* len)
     if (int v; sizes_.get(level, name, &v)) return write_int(value, len, v);
   }
   if (level == SOL_RDMA) return -ENOTSUP;
-  return ::getsockopt(fd_, level, name, value, len) ? -errno : 0;
+  socklen_t room;  // the caller's length, read as the kernel reads it
+  if (int err = copy_from_caller(&room, len, sizeof(room))) return err;
+  if (static_cast<int>(room) < 0) return -EINVAL;
+  if (::getsockopt(fd_, level, name, value, &room)) return -errno;
+  return copy_to_caller(len, &room, sizeof(room));
 }
 
 }  // namespace rdmacm::rsocket

@@ -299,6 +299,10 @@ class DatagramSocket final : public Socket, private CompletionWait<DatagramSocke
   Mutex recv_mutex_;
   Mutex send_mutex_ ACQUIRED_AFTER(recv_mutex_);
   Mutex map_mutex_ ACQUIRED_AFTER(send_mutex_);
+  // A leaf: ::connect on fd_ and the UDP service's ::recvfrom from it, one at
+  // a time, so that a datagram is read either before the peer changes or
+  // after (and ThreadSanitizer, which models an fd as memory, sees the order).
+  Mutex fd_mutex_ ACQUIRED_AFTER(map_mutex_);
 };
 
 // The UDP service (datagram_service.cpp): a thread that reads the UDP

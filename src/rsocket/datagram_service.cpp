@@ -61,7 +61,11 @@ void DatagramSocket::process_udp() {
   static thread_local uint8_t buf[65536];
   Addr from{};
   socklen_t from_len = sizeof(from);
-  ssize_t n = ::recvfrom(fd_, buf, sizeof(buf), MSG_DONTWAIT, &from.sa, &from_len);
+  ssize_t n;
+  {
+    LockGuard fd(fd_mutex_);
+    n = ::recvfrom(fd_, buf, sizeof(buf), MSG_DONTWAIT, &from.sa, &from_len);
+  }
   if (n < 0 || from_len < sockaddr_len(from.sa.sa_family)) return;
   Addr key;
   if (to_key(&from.sa, from_len, &key)) return;
