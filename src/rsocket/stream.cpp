@@ -41,6 +41,23 @@ socklen_t addr_size(const sockaddr* a) {
   }
 }
 
+// bind(2)'s and connect(2)'s checks of an address for an AF_INET or
+// AF_INET6 socket, in the kernel's order: long enough for its family, then
+// of the socket's family (AF_UNSPEC with INADDR_ANY binds an AF_INET one, as
+// the kernel allows for old programs).
+int check_inet_addr(const sockaddr* a, socklen_t len, sa_family_t domain, bool binding) {
+  socklen_t least = domain == AF_INET6 ? kSin6LenRfc2133
+                    : domain == AF_INET ? static_cast<socklen_t>(sizeof(sockaddr_in))
+                                        : addr_size(a);
+  if (len < least) return -EINVAL;
+  if ((domain != AF_INET && domain != AF_INET6) || a->sa_family == domain) return 0;
+  const auto* in = reinterpret_cast<const sockaddr_in*>(a);
+  if (binding && domain == AF_INET && a->sa_family == AF_UNSPEC &&
+      in->sin_addr.s_addr == htonl(INADDR_ANY))
+    return 0;
+  return -EAFNOSUPPORT;
+}
+
 int copy_addr(sockaddr* dst, const sockaddr* src, socklen_t* len) {
   return give_addr(src, addr_size(src), dst, len);
 }
@@ -94,9 +111,10 @@ int StreamSocket::bind(const sockaddr* addr, socklen_t len) {
   sockaddr_storage a{};
   if (static_cast<int>(len) <= 0 || len > sizeof(a)) return -EINVAL;
   if (int err = copy_from_caller(&a, addr, len)) return err;
-  auto* sa = reinterpret_cast<const sockaddr*>(&a);
-  socklen_t least = sa->sa_family == AF_INET6 ? kSin6LenRfc2133 : addr_size(sa);
-  if (len < least) return -EINVAL;
+  auto* sa = reinterpret_cast<sockaddr*>(&a);
+  sa_family_t domain = id_->route.addr.src_addr.sa_family;
+  if (int err = check_inet_addr(sa, len, domain, true)) return err;
+  if (sa->sa_family == AF_UNSPEC) sa->sa_family = AF_INET;  // INADDR_ANY (checked above)
   if (int err = core::bind_addr(id_, sa)) return err;
   state_ = kBound;
   return 0;
@@ -105,6 +123,7 @@ int StreamSocket::bind(const sockaddr* addr, socklen_t len) {
 namespace {
 // listen(2)'s bounds: a backlog past SOMAXCONN (or negative) is SOMAXCONN,
 // and one of 0 still takes a connection.
+constexpr int kHeldRequests = 128;  // as TCP's tcp_max_syn_backlog on a small host
 size_t backlog_limit(int backlog) {
   return backlog < 0 || backlog > SOMAXCONN ? SOMAXCONN : std::max(backlog, 1);
 }
@@ -117,7 +136,11 @@ int StreamSocket::listen(int backlog) {
     resume_if_room();
     return 0;
   }
-  if (int err = core::listen(id_, backlog)) return err;
+  // The kernel holds requests past the backlog unanswered (accept_requests):
+  // at least kHeldRequests of them, so that a burst of clients waits there
+  // for raccept rather than for its CM's next try, seconds later.
+  if (int err = core::listen(id_, backlog > 0 ? std::max(backlog, kHeldRequests) : backlog))
+    return err;
   if (accept_queue_[0] >= 0) {  // listening again after shutdown (stop_listening)
     ::close(accept_queue_[0]);
     accept_queue_[0] = -1;
@@ -279,6 +302,7 @@ int StreamSocket::accept(sockaddr* addr, socklen_t* len) {
     s = *it;
     unaccepted_.erase(it);
     s->listener_ = nullptr;
+    s->connect_reported_ = true;
     resume_if_room();
   }
   if (addr && len) s->peer_name(addr, len);
@@ -288,6 +312,13 @@ int StreamSocket::accept(sockaddr* addr, socklen_t* len) {
 int StreamSocket::connect(const sockaddr* addr, socklen_t len) {
   if (!addr) return -EFAULT;
   if (len < sizeof(sa_family_t) || len > sizeof(id_->route.addr.dst_storage)) return -EINVAL;
+  // As connect(2): once a connection was reported (connect returned 0, or
+  // accept gave the socket) EISCONN; a non-blocking connect's end is
+  // reported once, by the connect that finds it done.
+  if (connect_reported_) return -EISCONN;
+  if (state_ == kInit || state_ == kBound) {
+    if (int err = check_inet_addr(addr, len, id_->route.addr.src_addr.sa_family, false)) return err;
+  }
   {
     LockGuard lock(connect_mutex_);
     if (state_ == kInit || state_ == kBound) std::memcpy(&id_->route.addr.dst_addr, addr, len);
@@ -297,6 +328,7 @@ int StreamSocket::connect(const sockaddr* addr, socklen_t len) {
   // accepted connection, the disconnect of every connection: a peer that
   // dies wakes a reader asleep on the CQ (rdma-core 44 leaves it asleep).
   bool connected = !err && (state_ & kConnected);
+  if (connected) connect_reported_ = true;
   if ((err == -EINPROGRESS || connected) && !in_service_) {
     if (connected && !(fd_flags_ & O_NONBLOCK)) set_fd_nonblocking(id_->channel->fd, true);
     if (!watch(Watch::connections, this)) in_service_ = true;

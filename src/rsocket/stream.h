@@ -216,6 +216,9 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   bool in_service_ = false;     // registered with a CM service
   std::vector<uint8_t> route_;  // RDMA_ROUTE set before connect
   uint64_t so_opts_ = 0, tcp_opts_ = 0, ipv6_opts_ = 0;  // boolean options, bit = optname
+  linger linger_{0, 0};                                   // SO_LINGER as set
+  bool connect_reported_ = false;  // a connect returned 0, or accept gave it: connect is EISCONN
+  int keepalive_count_ = 9, keepalive_interval_ = 75;     // TCP_KEEPCNT, TCP_KEEPINTVL as set (Linux's defaults)
   std::atomic<unsigned> keepalive_time_{0};
   bool keepalive_on_ = false;
   wire::Ctrl close_ctrl_ = wire::Ctrl::shutdown;  // what rclose tells the peer

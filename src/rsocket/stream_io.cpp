@@ -213,7 +213,10 @@ short StreamSocket::poll_state(short events) {
     int err = advance_connect();
     if (err != -EINPROGRESS) return poll_state(events);
   }
-  if (state_ == kConnectError) return static_cast<short>((events & (POLLIN | POLLOUT)) | POLLERR);
+  // A connect that failed: TCP_CLOSE with an error, hung up too, as tcp_poll.
+  if (state_ == kConnectError) return static_cast<short>((events & (POLLIN | POLLOUT)) | POLLERR | POLLHUP);
+  // Never connected nor listening: tcp_poll's TCP_CLOSE, hung up and writable.
+  if (state_ == kInit || state_ == kBound) return static_cast<short>((events & POLLOUT) | POLLHUP);
   return 0;
 }
 

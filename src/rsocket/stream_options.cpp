@@ -64,9 +64,11 @@ int StreamSocket::set_option(int level, int name, const void* value, socklen_t l
           if (!(name == SO_RCVBUF ? rbuf_ : sbuf_)) sizes_.set(level, name, v);
           return 0;
         case SO_LINGER: {
+          // Remembered and given back as set, as TCP's (rclose lingers in
+          // the background whatever it says: stream.cpp).
           linger l;
           std::memcpy(&l, value, sizeof(l));
-          set_bit(&so_opts_, name, !l.l_onoff);  // inverted: the default (0) is on
+          linger_ = {l.l_onoff ? 1 : 0, l.l_linger};
           return 0;
         }
         case SO_KEEPALIVE:
@@ -90,6 +92,11 @@ int StreamSocket::set_option(int level, int name, const void* value, socklen_t l
       switch (name) {
         case TCP_KEEPCNT:
         case TCP_KEEPINTVL:
+          // Nothing to tune on a reliable connection: remembered and given
+          // back, as TCP's (1 to 127 and 1 to 32767, else EINVAL).
+          if (v < 1 || v > (name == TCP_KEEPCNT ? 127 : 32767)) return -EINVAL;
+          (name == TCP_KEEPCNT ? keepalive_count_ : keepalive_interval_) = v;
+          return 0;
         case TCP_MAXSEG:
           return 0;  // nothing to tune on a reliable connection
         case TCP_KEEPIDLE:
@@ -180,10 +187,8 @@ int StreamSocket::get_option(int level, int name, void* value, socklen_t* len) {
         case SO_KEEPALIVE:
         case SO_OOBINLINE:
           return write_int(value, len, bit(so_opts_, name));
-        case SO_LINGER: {
-          linger l{!bit(so_opts_, name), 0};
-          return give_option(&l, sizeof(l), value, len);
-        }
+        case SO_LINGER:
+          return give_option(&linger_, sizeof(linger_), value, len);
         case SO_ERROR: {
           int err = write_int(value, len, err_);
           if (!err) err_ = 0;
@@ -194,8 +199,9 @@ int StreamSocket::get_option(int level, int name, void* value, socklen_t* len) {
     case IPPROTO_TCP:
       switch (name) {
         case TCP_KEEPCNT:
+          return write_int(value, len, keepalive_count_);
         case TCP_KEEPINTVL:
-          return write_int(value, len, 1);
+          return write_int(value, len, keepalive_interval_);
         case TCP_KEEPIDLE:
           return write_int(value, len, static_cast<int>(keepalive_time_));
         case TCP_NODELAY:

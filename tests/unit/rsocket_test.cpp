@@ -261,10 +261,19 @@ TEST_F(RsocketTest, AnUnconnectedStreamAnswersAsTcp) {
   EXPECT_FAILS_WITH(rbind(s, sa, sizeof(a) - 1), EINVAL);
   EXPECT_FAILS_WITH(rbind(s, sa, 0), EINVAL);
   EXPECT_FAILS_WITH(rbind(s, nullptr, sizeof(a)), EFAULT);
+  // Another family's address: EAFNOSUPPORT, as inet_bind (AF_UNSPEC with
+  // INADDR_ANY is taken as AF_INET's); on an AF_INET6 socket, shorter than
+  // RFC 2133's sockaddr_in6 (24) is EINVAL.
   sockaddr_in6 a6{};
   a6.sin6_family = AF_INET6;
-  EXPECT_FAILS_WITH(rbind(s, reinterpret_cast<sockaddr*>(&a6), 23), EINVAL);
+  EXPECT_FAILS_WITH(rbind(s, reinterpret_cast<sockaddr*>(&a6), sizeof(a6)), EAFNOSUPPORT);
   EXPECT_EQ(rclose(s), 0);
+  int s6 = ::rsocket(AF_INET6, SOCK_STREAM, 0);
+  ASSERT_GE(s6, 0);
+  EXPECT_FAILS_WITH(rbind(s6, reinterpret_cast<sockaddr*>(&a6), 23), EINVAL);
+  a = ipv4("127.0.0.1", 0);
+  EXPECT_FAILS_WITH(rbind(s6, sa, sizeof(a6)), EAFNOSUPPORT);
+  EXPECT_EQ(rclose(s6), 0);
 }
 
 // poll(2): more descriptors than RLIMIT_NOFILE is EINVAL, before any is

@@ -43,6 +43,7 @@ import re
 import tempfile
 
 import core
+import judge
 from core import now, say, secs_since
 
 REFERENCE_LIB = '/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so'
@@ -99,16 +100,16 @@ class Conformance:
                 cases.append({'name': w[0], 'cls': w[1], 'flags': w[2].split(','), 'expect': w[3]})
         return cases
 
-    def column(self, label, env, cases, bound, long_bound):
-        """Runs every case under ENV, each within BOUND seconds (LONG_BOUND
-        for the long ones); {case: (observation, rxe packets)}."""
+    def column(self, label, env, cases, bound, long_bound, only=None):
+        """Runs every case under ENV (those ONLY matches, if given), each within
+        BOUND seconds (LONG_BOUND for the long ones); {case: (observation, rxe packets)}."""
         o = self.o
         n_long = sum(1 for c in cases if 'long' in c['flags'])
         limit = int(((len(cases) - n_long) * bound + n_long * long_bound) * 1.3) + 60
         argv = [o.sockconf, '--addr', self.ip, '--addr6', self.ip6, '--bound', str(bound), '--long-bound',
                 str(long_bound), '--counter', '/sys/class/infiniband/%s/ports/1/hw_counters/sent_pkts' % core.RXE_DEV]
-        if o.only:
-            argv += ['--only', o.only]
+        if only or o.only:
+            argv += ['--only', only or o.only]
         out, err = '%s/%s.out' % (self.logroot, label), '%s/%s.err' % (self.logroot, label)
         t0 = now()
         rc = core.run(core.limited(limit) + env + argv, out, err)
@@ -149,6 +150,18 @@ class Conformance:
         ours = self.column('ours', ['LD_PRELOAD=' + os.path.realpath(o.lib),
                                     'LD_LIBRARY_PATH=' + os.path.dirname(os.path.realpath(o.rdmacm))], cases,
                            o.bound, o.long_bound)
+        # A case of ours that answered otherwise than the kernel runs once more
+        # (judge.py's rule: a FLAKY line, more than three make the suite red;
+        # never after a sanitizer report): a timing class is read from a clock
+        # on emulated CPUs that another VM shares.
+        again = [c for c in cases if ours[c['name']][0] != kern[c['name']][0] and c['name'] not in docs
+                 and judge.judge_rerun('conformance', c['name'], 'ours "%s", the kernel "%s"'
+                                       % (ours[c['name']][0], kern[c['name']][0]), self.logroot)]
+        if again:
+            ours.update(self.column('ours-again', ['LD_PRELOAD=' + os.path.realpath(o.lib),
+                                                   'LD_LIBRARY_PATH=' + os.path.dirname(os.path.realpath(o.rdmacm))],
+                                    again, o.bound, o.long_bound,
+                                    only='^(%s)$' % '|'.join(re.escape(c['name']) for c in again)))
         ref = None
         if not o.no_reference and os.path.isfile(o.reference_lib):
             ref = self.column('rdma-core', ['LD_PRELOAD=' + o.reference_lib], cases, o.reference_bound,
