@@ -1,10 +1,12 @@
-// close, close_range, dup, dup2, dup3, fcntl, fcntl64, ioctl: the calls on
+// close, close_range, dup, dup2, dup3, fcntl, fcntl64, ioctl (FIONBIO, FIONREAD): the calls on
 // descriptor numbers. dup()s share their placeholder's entry, as the kernel
 // shares one open socket between its descriptors; the rsocket closes with the
 // last of them.
 #include <linux/close_range.h>
 #include <rdma/rsocket.h>
 #include <stdarg.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 
 #include "interpose.h"
 
@@ -46,6 +48,34 @@ int fcntl_common(Next& next, int fd, int cmd, va_list ap) {
       // rsocket's), descriptor flags, owners, locks.
       return next(fd, cmd, arg);
   }
+}
+
+// FIONREAD (SIOCINQ) on an rsocket: the bytes a read takes now, as the
+// kernel's (a stream's queued bytes, a datagram's next message size, 0 when
+// nothing waits). The r* calls have no ioctl: a peek that never waits tells,
+// a stream's into scratch room as large as its receive buffer (all it can
+// hold), a datagram's with MSG_TRUNC (its whole size). The placeholder, a
+// kernel socket of the same type, tells which.
+int bytes_readable(int fd, Entry* e, void* arg) {
+  if (!arg) return fail(EFAULT);
+  int type = SOCK_STREAM;
+  socklen_t len = sizeof(type);
+  real::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len);
+  char one;
+  ssize_t n;
+  if (type == SOCK_STREAM) {
+    int size = 0;
+    len = sizeof(size);
+    if (rgetsockopt(e->rfd, SOL_SOCKET, SO_RCVBUF, &size, &len) || size <= 0) size = 1 << 20;
+    void* scratch = malloc(static_cast<size_t>(size));
+    if (!scratch) return fail(ENOMEM);
+    n = rrecv(e->rfd, scratch, static_cast<size_t>(size), MSG_PEEK | MSG_DONTWAIT);
+    free(scratch);
+  } else {
+    n = rrecv(e->rfd, &one, 1, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC);
+  }
+  *static_cast<int*>(arg) = n > 0 ? static_cast<int>(n) : 0;
+  return 0;
 }
 
 }  // namespace
@@ -101,6 +131,9 @@ RSPRELOAD_EXPORT int ioctl(int fd, unsigned long request, ...) noexcept {
   va_start(ap, request);
   void* arg = va_arg(ap, void*);
   va_end(ap);
+  if (request == FIONREAD) {
+    if (Entry* e = rsocket_entry(fd)) return bytes_readable(fd, e, arg);
+  }
   if (request == FIONBIO && arg) {
     if (Entry* e = rsocket_entry(fd)) {
       int flags = real::fcntl(fd, F_GETFL);

@@ -153,7 +153,16 @@ RSPRELOAD_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
 
 RSPRELOAD_EXPORT int shutdown(int fd, int how) noexcept {
   Entry* e = rsocket_entry(fd);
-  return e ? rshutdown(e->rfd, how) : real::shutdown(fd, how);
+  if (!e) return real::shutdown(fd, how);
+  int ret = rshutdown(e->rfd, how);
+  // A listener that listens on kernel TCP too stops there as well (TCP's
+  // shutdown of a listener): an accept asleep on both sides wakes, EINVAL.
+  if (ret == 0 && e->twin.load(std::memory_order_acquire)) {
+    int saved = errno;
+    real::shutdown(fd, how);
+    errno = saved;
+  }
+  return ret;
 }
 
 RSPRELOAD_EXPORT int getsockname(int fd, sockaddr* addr, socklen_t* len) noexcept {

@@ -97,10 +97,12 @@ int shutdown(int fd, int how) { WITH_SOCKET(fd, s->shutdown(how)); }
 int getpeername(int fd, sockaddr* addr, socklen_t* len) { WITH_SOCKET(fd, s->peer_name(addr, len)); }
 int getsockname(int fd, sockaddr* addr, socklen_t* len) { WITH_SOCKET(fd, s->sock_name(addr, len)); }
 int setsockopt(int fd, int level, int name, const void* value, socklen_t len) {
-  WITH_SOCKET(fd, s->set_option(level, name, value, len));
+  WITH_SOCKET(fd, Timeouts::handles(level, name) ? s->timeouts().set(name, value, len)
+                                                 : s->set_option(level, name, value, len));
 }
 int getsockopt(int fd, int level, int name, void* value, socklen_t* len) {
-  WITH_SOCKET(fd, s->get_option(level, name, value, len));
+  WITH_SOCKET(fd, Timeouts::handles(level, name) ? s->timeouts().get(name, value, len)
+                                                 : s->get_option(level, name, value, len));
 }
 off_t iomap(int fd, void* buf, size_t len, int prot, int flags, off_t offset) {
   WITH_SOCKET_OR(fd, -EINVAL, s->iomap(buf, len, prot, flags, offset));

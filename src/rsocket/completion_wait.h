@@ -34,6 +34,7 @@
 #include "common/mutex.h"
 #include "rsocket/clock.h"
 #include "rsocket/spin_budget.h"
+#include "rsocket/timeouts.h"
 
 namespace rdmacm::rsocket {
 
@@ -69,6 +70,22 @@ class CompletionWait {
   int wait(Test test, bool nonblock) {
     return spin_then_sleep(nonblock, spin_,
                            [&](bool look_only) { return wait_loop(test, look_only, -1); });
+  }
+
+  // As wait, bounded by a socket's SO_RCVTIMEO or SO_SNDTIMEO (timeouts.h's
+  // microseconds: kNone for ever, kAtOnce never sleeping): -EAGAIN once it
+  // passed, as the kernel's sk_wait_event.
+  int wait(Test test, bool nonblock, uint64_t timeout_us) {
+    if (timeout_us == Timeouts::kNone) return wait(test, nonblock);
+    if (timeout_us == Timeouts::kAtOnce) return wait(test, true);
+    uint64_t deadline = now_us() + timeout_us;
+    return spin_then_sleep(nonblock, spin_, [&](bool look_only) {
+      if (look_only) return wait_loop(test, true, -1);
+      uint64_t now = now_us();
+      int ms = now >= deadline ? 0 : static_cast<int>((deadline - now + 999) / 1000);
+      int ret = wait_loop(test, false, ms, true);
+      return ret == -ETIMEDOUT && now_us() >= deadline ? -EAGAIN : ret;
+    });
   }
 
   // As wait, for at most ms milliseconds: a stopped or dead peer cannot hold
@@ -116,8 +133,9 @@ class CompletionWait {
   }
 
   // The loop under wait and wait_ms: 0 once test() holds, -EWOULDBLOCK
-  // (look_only), -ETIMEDOUT (ms passed), or reap's or the sleep's -errno.
-  int wait_loop(Test test, bool look_only, int ms) EXCLUDES(cq_mutex_, cq_sleep_mutex_) {
+  // (look_only), -ETIMEDOUT (ms passed), or reap's or the sleep's -errno
+  // (a timed wait keeps looking after the sleep's error unless end_on_error).
+  int wait_loop(Test test, bool look_only, int ms, bool end_on_error = false) EXCLUDES(cq_mutex_, cq_sleep_mutex_) {
     S& s = self();
     uint64_t deadline = ms < 0 ? 0 : now_us() + static_cast<uint64_t>(ms) * 1000;
     UniqueLock lock(s.cq_mutex_);
@@ -152,7 +170,7 @@ class CompletionWait {
       lock.lock();
       // A blocking wait ends on the sleep's error (EINTR: as rdma-core 44's);
       // a timed one keeps looking until its time is up.
-      if (n < 0 && ms < 0) return n;
+      if (n < 0 && (ms < 0 || end_on_error)) return n;
     }
   }
 

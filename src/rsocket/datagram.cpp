@@ -260,7 +260,7 @@ ssize_t DatagramSocket::send_ud(Dest* dest, const wire::DsHeader& hdr, const voi
   UniqueLock cq(cq_mutex_);
   if (!can_send()) {
     cq.unlock();
-    if (int err = wait(&DatagramSocket::can_send, nonblocking(flags))) return err;
+    if (int err = wait(&DatagramSocket::can_send, nonblocking(flags), timeouts_.send_us())) return err;
     cq.lock();
   }
   uint32_t slot = free_slots_.back();

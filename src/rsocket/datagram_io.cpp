@@ -105,7 +105,7 @@ ssize_t DatagramSocket::recv_from(void* buf, size_t len, int flags, sockaddr* sr
   UniqueLock cq(cq_mutex_);
   if (!have_data()) {
     cq.unlock();
-    if (int err = wait(&DatagramSocket::have_data, nonblocking(flags))) return err;
+    if (int err = wait(&DatagramSocket::have_data, nonblocking(flags), timeouts_.receive_us())) return err;
     cq.lock();
   }
   // Plain datagrams when no protocol message waits (datagram_plain.cpp).

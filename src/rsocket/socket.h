@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "rsocket/file.h"
+#include "rsocket/timeouts.h"
 
 namespace rdmacm::rsocket {
 
@@ -62,6 +63,13 @@ class Socket : public File {
     return r;
   }
   bool take_send_blocked() { return send_blocked_.exchange(false, std::memory_order_relaxed); }
+
+  // SO_RCVTIMEO / SO_SNDTIMEO, the same for every kind (calls.cpp sets and
+  // reads them; the blocking waits of each kind are bounded by them).
+  Timeouts& timeouts() { return timeouts_; }
+
+ protected:
+  Timeouts timeouts_;
 
  protected:
   Socket() : File(Kind::socket) {}

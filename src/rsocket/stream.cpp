@@ -141,6 +141,12 @@ int StreamSocket::listen(int backlog) {
   // for raccept rather than for its CM's next try, seconds later.
   if (int err = core::listen(id_, backlog > 0 ? std::max(backlog, kHeldRequests) : backlog))
     return err;
+  if (accept_queue_[0] >= 0) {  // listening again after shutdown (stop_listening)
+    ::close(accept_queue_[0]);
+    accept_queue_[0] = -1;
+    LockGuard lock(accept_mutex_);
+    closing_ = false;
+  }
   if (pipe2(accept_queue_, O_CLOEXEC)) return -errno;
   if ((fd_flags_ & O_NONBLOCK) && set_fd_nonblocking(accept_queue_[0], true)) return -errno;
   if (int err = set_fd_nonblocking(id_->channel->fd, true)) return err;
@@ -283,6 +289,8 @@ int StreamSocket::accept(sockaddr* addr, socklen_t* len) {
   if (state_ != kListening) return -EINVAL;  // as accept(2) (rdma-core 44: EBADF)
   int fd = -1;
   ssize_t n = ::read(accept_queue_[0], &fd, sizeof(fd));
+  // The listener was shut down meanwhile (stop_listening: end of file).
+  if (state_ != kListening) return -EINVAL;
   if (n < 0) return -errno;
   if (n != sizeof(fd)) return -ECONNABORTED;
   StreamSocket* s = nullptr;
@@ -290,7 +298,7 @@ int StreamSocket::accept(sockaddr* addr, socklen_t* len) {
     LockGuard lock(accept_mutex_);
     auto it = std::find_if(unaccepted_.begin(), unaccepted_.end(),
                            [fd](const StreamSocket* u) { return u->fd_ == fd; });
-    if (it == unaccepted_.end()) return -ECONNABORTED;
+    if (it == unaccepted_.end()) return state_ != kListening ? -EINVAL : -ECONNABORTED;
     s = *it;
     unaccepted_.erase(it);
     s->listener_ = nullptr;
@@ -341,6 +349,8 @@ int StreamSocket::shutdown(int how) {
   // rdma-core 44 answers 0.
   int state = state_;
   if (state == kInit || state == kBound || state == kConnectError) return -ENOTCONN;
+  // As TCP's: a listener stops listening when its reading is shut.
+  if (state == kListening) return how == SHUT_WR ? 0 : stop_listening();
   int err = 0;
   bool wake_reader = false;
   if (state_ & kConnected) {
@@ -379,6 +389,34 @@ int StreamSocket::shutdown(int how) {
     core::flush_qp(id_);
   }
   return err;
+}
+
+// shutdown(SHUT_RD or SHUT_RDWR) of a listener, as TCP's (inet_shutdown's
+// disconnect of a listening socket): it takes no more requests, drops the
+// connections raccept has not taken, and every raccept, one asleep too, is
+// EINVAL from then on: the accept queue's write end is closed, so its
+// readers see end of file (and rpoll, POLLHUP). The socket is bound again:
+// rlisten may listen anew. The kernel's id still listens: requests that
+// come meanwhile wait there unanswered until their CM gives up (TCP resets
+// them).
+int StreamSocket::stop_listening() {
+  {
+    LockGuard lock(accept_mutex_);
+    closing_ = true;  // no raccept or handshake's end watches it again
+  }
+  if (in_service_) {
+    unwatch(Watch::listeners, this);
+    in_service_ = false;
+  }
+  state_ = kBound;
+  drop_unaccepted();  // then no handshake's end writes to the queue
+  {
+    LockGuard lock(accept_mutex_);
+    ::close(accept_queue_[1]);
+    accept_queue_[1] = -1;
+  }
+  announce_state_change();  // rpoll and repoll sleepers look again
+  return 0;
 }
 
 // Closes as TCP does: our end first, at once (the peer reads what is queued,

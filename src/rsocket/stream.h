@@ -111,6 +111,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // queued for raccept once connected, else dropped.
   void finish_accept(StreamSocket* s);
   void drop_unaccepted();  // the listener closes: every connection raccept did not take
+  int stop_listening();    // shutdown of a listener
   // A paused listener with room again is watched again.
   void resume_if_room() REQUIRES(accept_mutex_);
 

@@ -90,7 +90,8 @@ ssize_t StreamSocket::recv(void* buf, size_t len, int flags) {
       tail = rmsg_tail_;
     }
     if (head == tail) {
-      if ((ret = wait(&StreamSocket::conn_have_data, nonblocking(flags)))) break;
+      ret = wait(&StreamSocket::conn_have_data, nonblocking(flags), timeouts_.receive_us());
+      if (ret) break;
       LockGuard cq(cq_mutex_);
       head = rmsg_head_;
       tail = rmsg_tail_;

@@ -392,7 +392,7 @@ int StreamSocket::wait_send_room(int flags) {
     LockGuard lock(cq_mutex_);
     if (can_send()) return 0;
   }
-  if (int err = wait(&StreamSocket::conn_can_send, nonblocking(flags))) return err;
+  if (int err = wait(&StreamSocket::conn_can_send, nonblocking(flags), timeouts_.send_us())) return err;
   if (state_ & kWritable) return 0;
   return state_ & kError ? connection_error() : -ECONNRESET;
 }

@@ -2,7 +2,7 @@
 // everything a socket program can observe), through the public r* calls on
 // the device: a send after one's own shutdown, a reader woken by shutdown,
 // reads of no bytes, readiness after one's own shutdowns, message vectors
-// past IOV_MAX, MSG_MORE. Each expectation was measured on the kernel's TCP
+// past IOV_MAX, MSG_MORE, SO_RCVTIMEO, an accept woken by shutdown. Each expectation was measured on the kernel's TCP
 // first (a plain-socket program over loopback, Linux 6.18). Run against ours
 // and rdma-core's library (RDMACM_REFERENCE): where rdma-core 44 answers
 // otherwise, the test skips there and says what rdma-core does.
@@ -240,6 +240,69 @@ TEST(RsocketAsTcp, ASendWithMsgMoreIsTaken) {
   char buf[4] = {};
   EXPECT_EQ(recv_all(p.server, buf, 3), 3);
   EXPECT_EQ(std::string(buf, 3), "abc");
+}
+
+// TCP: with SO_RCVTIMEO set, a blocking recv with nothing to read returns
+// -1 EAGAIN once the time passed (measured: 200 ms, then EAGAIN);
+// getsockopt gives back the time set. SO_SNDTIMEO reads back the same way.
+TEST(RsocketAsTcp, AReceiveTimeoutEndsABlockedReceiveWithEagain) {
+  if (reference()) GTEST_SKIP() << "rdma-core 44 refuses SO_RCVTIMEO (ENOTSUP)";
+  Pair p(7596);
+  timeval tv{0, 200000};
+  ASSERT_EQ(rsetsockopt(p.server, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0) << strerror(errno);
+  timeval got{};
+  socklen_t len = sizeof(got);
+  ASSERT_EQ(rgetsockopt(p.server, SOL_SOCKET, SO_RCVTIMEO, &got, &len), 0) << strerror(errno);
+  EXPECT_EQ(len, sizeof(got));
+  EXPECT_EQ(got.tv_sec, 0);
+  EXPECT_EQ(got.tv_usec, 200000);
+  timeval snd{1, 500000};
+  ASSERT_EQ(rsetsockopt(p.server, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof(snd)), 0);
+  ASSERT_EQ(rgetsockopt(p.server, SOL_SOCKET, SO_SNDTIMEO, &got, &len), 0);
+  EXPECT_EQ(got.tv_sec, 1);
+  EXPECT_EQ(got.tv_usec, 500000);
+  timeval bad{0, 1000000};
+  EXPECT_EQ(rsetsockopt(p.server, SOL_SOCKET, SO_RCVTIMEO, &bad, sizeof(bad)), -1);
+  EXPECT_EQ(errno, EDOM);
+  char buf[8];
+  auto t0 = std::chrono::steady_clock::now();
+  ssize_t n = read_within(scaled(5000ms), p.client,
+                          [&] { return rrecv(p.server, buf, sizeof(buf), 0) < 0 ? -errno : 0; });
+  auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(n, -EAGAIN) << "-2: still asleep after the timeout";
+  EXPECT_GE(took, 190ms);
+  // Data that comes within the time is read as ever.
+  EXPECT_EQ(rsend(p.client, "ab", 2, 0), 2);
+  EXPECT_EQ(rrecv(p.server, buf, sizeof(buf), 0), 2);
+}
+
+// TCP: shutdown(SHUT_RDWR) of a listening socket wakes a thread asleep in
+// accept, which returns -1 EINVAL; later accepts are EINVAL at once, and
+// the socket still closes (measured on the kernel's TCP).
+TEST(RsocketAsTcp, ShutdownOfAListenerWakesABlockedAccept) {
+  if (reference()) GTEST_SKIP() << "rdma-core 44 leaves the accept asleep";
+  int l = listener(7597);
+  std::promise<pid_t> tid;
+  auto done = std::async(std::launch::async, [&] {
+    tid.set_value(static_cast<pid_t>(syscall(SYS_gettid)));
+    return raccept(l, nullptr, nullptr) < 0 ? -errno : 0;
+  });
+  wait_asleep(tid.get_future().get());
+  EXPECT_EQ(rshutdown(l, SHUT_RDWR), 0) << strerror(errno);
+  if (done.wait_for(scaled(5000ms)) != std::future_status::ready) {
+    ADD_FAILURE() << "the accept still sleeps after the shutdown";
+    int c = rsocket(AF_INET, SOCK_STREAM, 0);  // a connection wakes it
+    sockaddr_in a = device_addr(7597);
+    rconnect(c, sa(&a), sizeof(a));
+    done.wait();
+    rclose(c);
+  } else {
+    EXPECT_EQ(done.get(), -EINVAL);
+  }
+  errno = 0;
+  EXPECT_EQ(raccept(l, nullptr, nullptr), -1);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(rclose(l), 0);
 }
 
 }  // namespace
