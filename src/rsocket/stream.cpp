@@ -121,9 +121,11 @@ int StreamSocket::bind(const sockaddr* addr, socklen_t len) {
 }
 
 namespace {
+// Requests past a small backlog that the kernel holds unanswered (listen).
+constexpr int kHeldRequests = 128;  // as TCP's tcp_max_syn_backlog on a small host
+
 // listen(2)'s bounds: a backlog past SOMAXCONN (or negative) is SOMAXCONN,
 // and one of 0 still takes a connection.
-constexpr int kHeldRequests = 128;  // as TCP's tcp_max_syn_backlog on a small host
 size_t backlog_limit(int backlog) {
   return backlog < 0 || backlog > SOMAXCONN ? SOMAXCONN : std::max(backlog, 1);
 }
