@@ -3,6 +3,7 @@
 #   include(${PROJECT_SOURCE_DIR}/tests/vm/RxeTests.cmake)
 #   rdmacm_add_rxe_test(NAME <name> COMMAND <command> [<arg>...]
 #                       [TIMEOUT <seconds>]            # default RDMACM_RXE_TIMEOUT (600)
+#                       [LENGTH <seconds>]             # measured length (ctest's COST); default TIMEOUT
 #                       [LABELS <label>...]            # "rxe" is always added
 #                       [ENVIRONMENT <K=V>...]         # set for the command (inside the VM too)
 #                       [WORKING_DIRECTORY <dir>]      # default: the current binary dir
@@ -30,7 +31,7 @@ set(RDMACM_RXE_VM "${CMAKE_CURRENT_LIST_DIR}/rxe-vm" CACHE FILEPATH "The Soft-Ro
 set(RDMACM_RXE_TIMEOUT 600 CACHE STRING "Default time limit (seconds) of one rxe test")
 
 function(rdmacm_add_rxe_test)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "SIW" "NAME;TIMEOUT;WORKING_DIRECTORY"
+  cmake_parse_arguments(PARSE_ARGV 0 arg "SIW" "NAME;TIMEOUT;LENGTH;WORKING_DIRECTORY"
                         "COMMAND;LABELS;ENVIRONMENT;RW_DIRS")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "rdmacm_add_rxe_test: unknown arguments ${arg_UNPARSED_ARGUMENTS}")
@@ -40,6 +41,9 @@ function(rdmacm_add_rxe_test)
   endif()
   if(NOT arg_TIMEOUT)
     set(arg_TIMEOUT ${RDMACM_RXE_TIMEOUT})
+  endif()
+  if(NOT arg_LENGTH)
+    set(arg_LENGTH ${arg_TIMEOUT})
   endif()
   if(NOT arg_WORKING_DIRECTORY)
     set(arg_WORKING_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}")
@@ -99,8 +103,9 @@ function(rdmacm_add_rxe_test)
     # side, 258 s with two CPUs each, 183-195 s with one, both passing.
     PROCESSORS 1
     ENVIRONMENT RDMACM_VM_CPUS=1
-    # On a first run (no cost data yet) ctest starts the costliest first: the
-    # time limit stands for the length, so that the long tests do not end up
-    # running alone at the end of a -j run.
-    COST ${arg_TIMEOUT})
+    # On a first run (no cost data yet) ctest starts the costliest first:
+    # each test's LENGTH, measured in a clean-clone run of the suite on a
+    # 2-core host (scripts/test.sh's log), so that the two VM slots are packed
+    # longest first and no long test ends up running alone at the end.
+    COST ${arg_LENGTH})
 endfunction()

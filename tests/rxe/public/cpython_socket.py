@@ -13,7 +13,9 @@ flushed as it happens:
     START <test id>
     END <test id> <ok|fail|error|skip>
 
-so that a caller who must kill a hung process knows which test hung.
+so that a caller who must kill a hung process knows which test hung; and on
+stderr each failure's traceback, between `TRACEBACK <test id>` and
+`END TRACEBACK`.
 """
 import os
 import sys
@@ -47,12 +49,20 @@ def main(classes):
             super().addSuccess(test)
             self._end(test, 'ok')
 
+        def _why(self, test, err):
+            # On stderr, whatever the verbosity: the caller quotes it for a
+            # test that fails here and passes on the kernel.
+            sys.stderr.write('TRACEBACK %s\n%sEND TRACEBACK\n' % (test.id(), self._exc_info_to_string(err, test)))
+            sys.stderr.flush()
+
         def addFailure(self, test, err):
             super().addFailure(test, err)
+            self._why(test, err)
             self._end(test, 'fail')
 
         def addError(self, test, err):
             super().addError(test, err)
+            self._why(test, err)
             self._end(test, 'error')
 
         def addSkip(self, test, reason):

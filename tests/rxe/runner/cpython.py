@@ -56,6 +56,21 @@ def read_differences(path):
     return out
 
 
+def traceback_of(path, tid):
+    """The lines of TID's last traceback in PATH (cpython_socket.py's stderr)."""
+    out, inside = [], False
+    for line in core.lines_of(path):
+        if line.startswith('TRACEBACK '):
+            inside = line.split()[1] == tid
+            if inside:
+                out = []
+        elif line.startswith('END TRACEBACK'):
+            inside = False
+        elif inside:
+            out.append(line.rstrip())
+    return out
+
+
 def run_way(o, name, env, classes):
     """Runs the classes under ENV: test id -> outcome (ok, fail, error, skip,
     hang, or `lost` for those a process died in before they ended)."""
@@ -152,6 +167,8 @@ def main(o):
     for t in differ:
         if t not in diffs:
             failures.append('%s: %s on ours, ok on the kernel' % (t, ours.get(t, 'none')))
+            for line in traceback_of(os.path.join(o.logdir, 'ours.err'), t)[-12:]:
+                core.say('    | ' + line)
     for t in sorted(diffs):
         if ours.get(t) == 'ok':
             failures.append('%s: documented as a difference, but ours passes it (stale entry)' % t)
@@ -162,5 +179,6 @@ def main(o):
     if failures:
         core.say('cpython: failed:', *['  ' + f for f in failures])
     core.say('cpython: of %d tests the kernel passes, ours passes %d, %d are documented differences, '
-             'rdma-core 44 passes %s; %d failures' % (tot[0], tot[1], tot[2], tot[3] if ref else '-', len(failures)))
+             'rdma-core 44 passes %s; %d failures%s' % (tot[0], tot[1], tot[2], tot[3] if ref else '-', len(failures),
+                                                       ''.join(' (%s)' % f for f in failures)))
     return 1 if failures else 0
