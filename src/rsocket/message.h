@@ -46,6 +46,16 @@ inline size_t iov_total(const msghdr& msg) {
   return total;
 }
 
+// The buffers hold at most kMaxMessage bytes in all (no sum that wraps).
+inline bool within_one_message(const msghdr& msg) {
+  size_t total = 0;
+  for (size_t i = 0; i < msg.msg_iovlen; ++i) {
+    if (msg.msg_iov[i].iov_len > kMaxMessage - total) return false;
+    total += msg.msg_iov[i].iov_len;
+  }
+  return true;
+}
+
 // body(const void* buf, size_t len) with the buffers gathered into one.
 template <class Body>
 ssize_t send_as_one(const msghdr& msg, Body body) {

@@ -461,7 +461,15 @@ void StreamSocket::release(std::unique_ptr<File> self) {
 bool StreamSocket::linger_done() {
   if (close_ctrl_pending_)  // no control slot was free at rclose: try again
     close_ctrl_pending_ = send_ctrl(close_ctrl_, 0) == -ETIMEDOUT;
-  return wait_ms(&StreamSocket::peer_closed, 0) || now_us() >= linger_until_us_;
+  if (wait_ms(&StreamSocket::peer_closed, 0)) return true;
+  {
+    // Bytes that nobody will read (the peer wrote after we closed, or we
+    // closed with bytes unread): as TCP answers them with a reset, end now,
+    // and the peer's next send fails instead of going nowhere for kLingerMs.
+    LockGuard lock(cq_mutex_);
+    if (have_data()) return true;
+  }
+  return now_us() >= linger_until_us_;
 }
 
 // The peer did not close its end in time (or did): tell it we are gone,
@@ -521,6 +529,7 @@ void StreamSocket::handle_cm_event() {
     // in rrecv or rsend (rdma-core 44 leaves it asleep).
     {
       LockGuard lock(cq_mutex_);
+      if (state_ & kWritable) peer_ended_.store(true, std::memory_order_release);
       state_ = kDisconnected;
     }
     core::flush_qp(id_);

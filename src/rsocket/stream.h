@@ -46,10 +46,15 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   int listen(int backlog) override;
   int accept(sockaddr* addr, socklen_t* len) override;
   int connect(const sockaddr* addr, socklen_t len) override;
-  // The buffers in turn, until one is not taken whole; a receive fills the
-  // ones after the first only with what is already there (rdma-core 44's
-  // rrecvv fills only the first).
+  // Up to kMaxMessage bytes, the buffers gathered into one send, so that
+  // they arrive together as the kernel's one segment does (a reader of
+  // writev's header and body saw the header alone: CPython's
+  // testSendmsgGather under load); past it, the buffers in turn, until one
+  // is not taken whole. A receive fills the buffers after the first only
+  // with what is already there (rdma-core 44's rrecvv fills only the first).
   ssize_t sendmsg(const msghdr& msg, int flags) override {
+    if (msg.msg_iovlen > 1 && within_one_message(msg) && iov_total(msg))
+      return send_as_one(msg, [&](const void* buf, size_t len) { return send(buf, len, flags); });
     return in_turn(msg, [&](const iovec& b, bool) { return send(b.iov_base, b.iov_len, flags); });
   }
   ssize_t recvmsg(msghdr& msg, int flags) override {
@@ -210,6 +215,12 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   rdma_cm_id* id_ = nullptr;
   std::atomic<int> state_{kInit};
   int err_ = 0;  // why the connection failed (kConnectError, kError): SO_ERROR
+  // The peer ended the connection while we could still write (its close, its
+  // death): the first send after the peer stopped writing is taken, as TCP's
+  // in CLOSE_WAIT, whether it finds us still connected or not (send).
+  std::atomic<bool> peer_ended_{false};
+  std::atomic<bool> reset_taken_{false};
+  std::atomic<bool> peer_shut_wr_{false};  // the peer's shutdown (or close) arrived
   int retries_ = 0;
   bool swap_sgl_ = false;       // the peer's byte order differs
   bool msg_send_ = false;       // iWARP: no immediate data, each message a SEND (create_endpoint)

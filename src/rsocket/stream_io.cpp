@@ -144,10 +144,22 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
     if (err) return err == -EINPROGRESS ? -EAGAIN : err;
   }
   if (state_ & kError) return connection_error();
-  if (!(state_ & kConnected)) return state_ & kDisconnected ? -EPIPE : -ENOTCONN;
+  if (!(state_ & kConnected)) {
+    if (!(state_ & kDisconnected)) return -ENOTCONN;
+    // As TCP in CLOSE_WAIT: the first send after the peer closed is taken
+    // (the peer's host answers it with a reset), the next ones fail. A server
+    // that answers a client that already left is not told off (nor killed by
+    // SIGPIPE) sooner than on the kernel.
+    if (peer_ended_.load(std::memory_order_acquire) && !reset_taken_.exchange(true)) return static_cast<ssize_t>(len);
+    return -EPIPE;
+  }
   // Our own writing is shut (nothing else ends it while connected): EPIPE,
   // as TCP, even for no bytes (rdma-core 44 sends on while there is room).
   if (!(state_ & kWritable)) return -EPIPE;
+  // The peer's writing is shut, and this send goes out: if the peer closed,
+  // this is the one its host answers with a reset (the disconnect that
+  // follows ends the connection, and the next send fails).
+  if (peer_shut_wr_.load(std::memory_order_acquire)) reset_taken_.store(true, std::memory_order_relaxed);
   LockGuard lock(send_mutex_);
   if (iomaps_pending_.load(std::memory_order_acquire)) {
     if (int err = send_iomaps(flags)) return err;

@@ -255,8 +255,10 @@ int StreamSocket::take_message(const ibv_wc& wc, const char** why) {
       return take_credit() ? 0 : EPROTO;
     case wire::Op::ctrl:
       if (data == static_cast<uint32_t>(wire::Ctrl::disconnect)) {
+        if (state_ & kWritable) peer_ended_.store(true, std::memory_order_release);
         state_ = kDisconnected;
       } else if (data == static_cast<uint32_t>(wire::Ctrl::shutdown)) {
+        peer_shut_wr_.store(true, std::memory_order_release);
         if (state_ & kWritable)
           state_ &= ~kReadable;
         else

@@ -89,6 +89,22 @@ CASE(send_nosignal_peer_closed, "sendrecv", DATA, "recv=0@now send=EPIPE") {
   obs("send=%s", r < 0 ? strerrorname_np(errno) : "ok");
 }
 
+// A server that answers a client that already closed: the kernel takes the
+// first send (CLOSE_WAIT; the peer's host answers with a reset), the next
+// one fails. CPython's NetworkConnectionBehaviourTest.testOutsideTimeout
+// sends so.
+CASE(send_after_peer_close_first_taken, "sendrecv", DATA, "recv=0@now send1=1@now send2=-1:EPIPE@now") {
+  int c, s;
+  pair(c, s);
+  close(s);
+  char b;
+  T("recv", recv(c, &b, 1, 0));
+  T("send1", send(c, "x", 1, MSG_NOSIGNAL));
+  pollfd p = {c, POLLERR, 0};
+  poll(&p, 1, 500);  // the reset, on the kernel
+  T("send2", send(c, "y", 1, MSG_NOSIGNAL));
+}
+
 static std::atomic<int> sigpipes{0};
 
 CASE(send_sigpipe, "sendrecv", DATA, "send=-1:EPIPE sigpipe=1") {

@@ -11,7 +11,7 @@ can take the RDMA path (RoCE has no loopback). One line per test on stdout,
 flushed as it happens:
 
     START <test id>
-    END <test id> <ok|fail|error|skip>
+    END <test id> <ok|fail|error|skip> <seconds>
 
 so that a caller who must kill a hung process knows which test hung; and on
 stderr each failure's traceback, between `TRACEBACK <test id>` and
@@ -19,6 +19,7 @@ stderr each failure's traceback, between `TRACEBACK <test id>` and
 """
 import os
 import sys
+import time
 import unittest
 
 sys.dont_write_bytecode = True
@@ -39,11 +40,12 @@ def main(classes):
 
     class Lines(unittest.TextTestResult):
         def startTest(self, test):
+            self._t0 = time.monotonic()
             print('START', test.id(), flush=True)
             super().startTest(test)
 
         def _end(self, test, what):
-            print('END', test.id(), what, flush=True)
+            print('END', test.id(), what, '%.1f' % (time.monotonic() - self._t0), flush=True)
 
         def addSuccess(self, test):
             super().addSuccess(test)
