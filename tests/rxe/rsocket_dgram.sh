@@ -40,9 +40,13 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ -n "$LIB" ] && [ -n "${RXE_IP:-}" ] || { echo "usage: RXE_IP=... $0 --lib PATH [MODE...]" >&2; exit 2; }
+# Every mode at the default size; the largest datagram and one byte past it
+# in blocking and echo mode (the size is checked where every mode sends, so
+# the non-blocking and rpoll modes add nothing there: 8 such cases cost 58 s),
+# on both families, and far past it.
 [ ${#MODES[@]} -gt 0 ] || MODES=(b n a e n6
-	b:max-1 b6:max-1 b:max n:max a:max e:max b6:max e6:max
-	b:max+1 n:max+1 a:max+1 e:max+1 b6:max+1 e6:max+1 b:1500 e6:1500 ref)
+	b:max e:max b6:max e6:max
+	b:max+1 e:max+1 b6:max+1 e6:1500 ref)
 LIBDIR=$(cd "$(dirname "$LIB")" && pwd)
 OURS=$(readlink -f "$LIB")
 COUNTER=/sys/class/infiniband/${RXE_DEV:-rxe0}/ports/1/hw_counters/sent_pkts
