@@ -180,6 +180,9 @@ struct CmId {
 
   std::atomic<bool> sync{false};          // events consumed by the library
   std::atomic<bool> listening{false};     // rdma_listen succeeded
+  // rdma_accept: 1 once the kernel took it (a synchronous id may still wait
+  // for its establishment), 2 once it returned 0.
+  std::atomic<uint8_t> accept_state{0};
   std::atomic<bool> destroying{false};
   // `channel`, against rdma_migrate_id: a leaf, held to copy or swap it.
   mutable LeafLock channel_lock;

@@ -73,6 +73,23 @@ TEST_P(FaultInjection, EveryStepFailsCleanly) {
   }
 }
 
+// A second rdma_accept is EINVAL without a command to the kernel: the
+// kernel's own EINVAL for it leaves the id's destroy (and the process's exit)
+// waiting ~70 s in ib_cm (rxe, rdma-core 44 too: rxe.misuse's accept(twice)).
+TEST(AcceptTwice, TheSecondIsRefusedWithoutAskingTheKernel) {
+  Bed b;
+  requested(b);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  rdma_conn_param param{};
+  ASSERT_EQ(rdma_accept(b.id, &param), 0) << strerror(errno);
+  size_t start = b.fake.commands().size();
+  errno = 0;
+  EXPECT_EQ(rdma_accept(b.id, &param), -1);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(since(b, start), std::vector<Cmd>{});
+  EXPECT_TRUE(b.clear());
+}
+
 INSTANTIATE_TEST_SUITE_P(Operations, FaultInjection, ::testing::ValuesIn(fault_rows()),
                          [](const auto& info) { return std::string(info.param.name); });
 
