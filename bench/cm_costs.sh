@@ -16,7 +16,7 @@ set -euo pipefail
 HERE=$(dirname "$0")
 LIB=$HERE/../build/src/librdmacm.so.1
 BIN=$HERE/../build/bench/id_scale
-QUICK= SMOKE=
+QUICK='' SMOKE=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--lib) LIB=$2; shift ;;

@@ -39,11 +39,11 @@ cm_listening() {
 }
 # True once a TCP socket listens on port $1 (read from /proc/net: no program started).
 tcp_listening() {
-	local f hex sl addr rem st rest
+	local f hex addr st
 	printf -v hex ':%04X' "$1"
 	for f in /proc/net/tcp /proc/net/tcp6; do
 		[ -r "$f" ] || continue
-		while read -r sl addr rem st rest; do
+		while read -r _ addr _ st _; do
 			[[ $addr == *"$hex" && $st == 0A ]] && return 0
 		done < "$f"
 	done
