@@ -3,9 +3,12 @@
 # instructions per connection (cm_instructions.sh), system calls and ucma
 # commands per connection (cm_syscalls.sh), ids at scale (id_scale.sh), one
 # after the other. The README's performance table comes from this command
-# without --quick; --quick (small counts, one round) only keeps it working.
+# without --quick; --quick (small counts, one round) only keeps it working;
+# --smoke (bench.smoke; no figures) runs each part once per library: one
+# callgrind and one strace run of 2 connections (no start-up run: --small 0),
+# 10 ids.
 #
-#   bench/cm_costs.sh [--lib PATH] [--bin PATH/id_scale] [--quick]
+#   bench/cm_costs.sh [--lib PATH] [--bin PATH/id_scale] [--quick | --smoke]
 #
 # Run it where there is an RDMA device, e.g. in the Soft-RoCE VM:
 #   tests/vm/rxe-vm auto -- bench/cm_costs.sh
@@ -13,17 +16,24 @@ set -euo pipefail
 HERE=$(dirname "$0")
 LIB=$HERE/../build/src/librdmacm.so.1
 BIN=$HERE/../build/bench/id_scale
-QUICK=
+QUICK='' SMOKE=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--lib) LIB=$2; shift ;;
 	--bin) BIN=$2; shift ;;
 	--quick) QUICK=1 ;;
+	--smoke) SMOKE=1 ;;
 	*) sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 	shift
 done
-if [ -n "$QUICK" ]; then
+if [ -n "$SMOKE" ]; then
+	"$HERE/cm_instructions.sh" --lib "$LIB" --small 0 --large 2 --top 3
+	echo
+	"$HERE/cm_syscalls.sh" --lib "$LIB" --small 0 --large 2
+	echo
+	"$HERE/id_scale.sh" --lib "$LIB" --bin "$BIN" --counts 10 --rounds 1
+elif [ -n "$QUICK" ]; then
 	"$HERE/cm_instructions.sh" --lib "$LIB" --small 5 --large 15 --top 5
 	echo
 	"$HERE/cm_syscalls.sh" --lib "$LIB" --small 5 --large 15

@@ -9,6 +9,9 @@
 #
 #   bench/cm_syscalls.sh [--lib PATH] [--small N] [--large N]
 #
+# --small 0 makes no start-up run (the figures then include start-up: only
+# for bench.smoke).
+#
 # Run it where there is an RDMA device, e.g. in the Soft-RoCE VM:
 #   tests/vm/rxe-vm auto -- bench/cm_syscalls.sh --lib build/src/librdmacm.so.1
 set -euo pipefail
@@ -40,6 +43,7 @@ port=7800
 # NAME.N.calls (name count per line) and NAME.N.ucma (command count per line).
 trace() {
 	local name=$1 preload=$2 n=$3
+	[ "$n" != 0 ] || { : >"$out/$name.0.calls"; : >"$out/$name.0.ucma"; return; }
 	port=$((port + 1))
 	# -xx -s 4: each write's first four bytes, the ucma command number.
 	cmtime_pair "$preload" "$port" "$n" "$out/$name.$n.log" 300 \
@@ -75,9 +79,9 @@ table() {
 	local kind=$1 label=$2
 	printf '%-44s %10s %10s\n' "$label" rdma-core ours
 	awk -v n=$((LARGE - SMALL)) -v kind="$kind" -v names="${commands[*]}" '
-		BEGIN { split(names, cmd, " ") }
-		FNR == 1 { file++ }
-		{ v[file, $1] = $2; keys[$1] = 1 }
+		BEGIN { split(names, cmd, " "); for (i = 1; i < ARGC; i++) idx[ARGV[i]] = i }
+		# (by name: an empty file, --small 0, has no first line to count)
+		{ v[idx[FILENAME], $1] = $2; keys[$1] = 1 }
 		END {
 			for (k in keys) {
 				a = (v[3, k] - v[1, k]) / n; b = (v[4, k] - v[2, k]) / n

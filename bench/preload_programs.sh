@@ -7,7 +7,7 @@
 # over the runs. Numbers only, never a verdict: these machines are shared and
 # noisy.
 #
-#   bench/preload_programs.sh --lib PATH [--rdmacm PATH] [--ref PATH] [--runs R] [--secs S]
+#   bench/preload_programs.sh --lib PATH [--rdmacm PATH] [--ref PATH] [--runs R] [--secs S] [--smoke]
 #
 #   --lib PATH     our librspreload.so
 #   --rdmacm PATH  the librdmacm.so.1 it runs on (its directory goes first on LD_LIBRARY_PATH)
@@ -15,6 +15,8 @@
 #                  /usr/lib/x86_64-linux-gnu/rsocket/librspreload.so; with
 #                  rdma-core 44 none of these programs works through it)
 #   --runs R       runs per column (default 3); --secs S: iperf3 and sockperf seconds (default 3)
+#   --smoke        one run of each program, as short as it goes (bench.smoke;
+#                  no figures): --runs 1 --secs 1, redis-benchmark -c 5 -n 100
 #
 #   iperf3 -t S                       receiver's Mbit/s
 #   sockperf pp --tcp -m 64 -t S      round-trip latency, median and mean (us)
@@ -39,7 +41,7 @@ HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
 # preloadable start client record fails median_of ratio stop_proc
 # shellcheck source=bench/common.sh
 . "$HERE/common.sh"
-LIB='' RDMACM='' REF='' RUNS=3 SECS=3 REQS=10000
+LIB='' RDMACM='' REF='' RUNS=3 SECS=3 REQS=10000 CONNS=50
 while [ $# -gt 0 ]; do
 	case $1 in
 	--lib) LIB=$2; shift ;;
@@ -47,6 +49,7 @@ while [ $# -gt 0 ]; do
 	--ref) REF=$2; shift ;;
 	--runs) RUNS=$2; shift ;;
 	--secs) SECS=$2; shift ;;
+	--smoke) RUNS=1 SECS=1 REQS=100 CONNS=5 ;;
 	*) sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 	shift
@@ -63,12 +66,15 @@ out=$(mktemp -d)
 trap 'for p in $(jobs -p); do stop_proc "$p"; done; rm -rf "$out"' EXIT
 
 # env_of COLUMN: the environment of a process in that column (an array ENVV).
+LIB=$(readlink -f "$LIB")
+[ -z "$RDMACM" ] || RDMACM_DIR=$(dirname "$(readlink -f "$RDMACM")")
+[ -z "$REF" ] || REF=$(readlink -f "$REF")
 env_of() {
 	ENVV=()
 	case $1 in
-	ours) ENVV=("LD_PRELOAD=$(readlink -f "$LIB")")
-		[ -z "$RDMACM" ] || ENVV+=("LD_LIBRARY_PATH=$(dirname "$(readlink -f "$RDMACM")")") ;;
-	ref) ENVV=("LD_PRELOAD=$(readlink -f "$REF")") ;;
+	ours) ENVV=("LD_PRELOAD=$LIB")
+		[ -z "$RDMACM" ] || ENVV+=("LD_LIBRARY_PATH=$RDMACM_DIR") ;;
+	ref) ENVV=("LD_PRELOAD=$REF") ;;
 	esac
 }
 port=23000
@@ -97,7 +103,7 @@ for ((n = 1; n <= RUNS; n++)); do
 		port=$((port + 1))
 		if start "$col" "$port" redis-server --bind "$IP" --port "$port" --save '' --appendonly no \
 				--protected-mode no --daemonize no &&
-			client "$col" redis-benchmark -h "$IP" -p "$port" -c 50 -n "$REQS" -t set,get --csv; then
+			client "$col" redis-benchmark -h "$IP" -p "$port" -c "$CONNS" -n "$REQS" -t set,get --csv; then
 			record "$col" set "$(awk -F'"' '$2 == "SET" { print $4 }' "$out/client.log")"
 			record "$col" get "$(awk -F'"' '$2 == "GET" { print $4 }' "$out/client.log")"
 		else fails "$col" set get; fi
@@ -119,10 +125,10 @@ row "iperf3 -t $SECS (Mbit/s)" iperf3
 row "sockperf TCP ping-pong 64 B, median (us)" lat50
 row "sockperf TCP ping-pong 64 B, mean (us)" latavg
 row "sockperf TCP throughput 1400 B (Mbit/s)" tp
-row "redis-benchmark -c 50 SET (requests/s)" set
-row "redis-benchmark -c 50 GET (requests/s)" get
+row "redis-benchmark -c $CONNS SET (requests/s)" set
+row "redis-benchmark -c $CONNS GET (requests/s)" get
 echo "(kernel TCP: loopback in one host; ours${REF:+, reference}: both ends preloaded, packets on rxe0)"
-[ -z "$REF" ] || echo "(reference: $(readlink -f "$REF"))"
+[ -z "$REF" ] || echo "(reference: $REF)"
 
 # Every run of the kernel TCP and ours columns must have given a number.
 bad=$(cd "$out" && grep -HvE '^[0-9.]+$' tcp.* ours.* 2>/dev/null | sed 's/^\([a-z]*\)\.\([a-z0-9]*\):/\1 \2 /' | sort | uniq -c)
