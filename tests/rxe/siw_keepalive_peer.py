@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """One end of an idle rsocket stream connection with keep-alive probes, for
-siw_rsockets.sh: rsocket calls through ctypes on whatever librdmacm.so.1 the
+run.py interop's keepalive case (--transport siw): rsocket calls through ctypes on whatever librdmacm.so.1 the
 loader finds (LD_LIBRARY_PATH picks ours; none, rdma-core's).
 
   siw_keepalive_peer.py server IP PORT   listens, accepts one connection, prints

@@ -1,7 +1,8 @@
 // The CM on iWARP, step by step: what each call returns and each event
 // carries, the ids' route fields, the QPs' states and rdma_init_qp_attr's
-// answers, printed one fact a line (cm_print.h). compare.sh runs it on our
-// library and with rdma-core's preloaded, on Soft-iWARP, and diffs the two.
+// answers, printed one fact a line (cm_print.h). `run.py cmtable`
+// (../runner/cmtable.py) runs it on our library and with rdma-core's
+// preloaded, on Soft-iWARP, and diffs the two.
 //
 // The differences from IB/RoCE this walks through (measured on Soft-iWARP,
 // the same on both libraries once the GIDs were fixed): the kernel's iw_cm
@@ -481,7 +482,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   iwt::next_port = static_cast<uint16_t>(std::atoi(argv[1]));
-  // Which library answers (compare.sh checks it).
+  // Which library answers (cmtable.py checks it).
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&rdma_create_id), &info) && info.dli_fname)
     std::fprintf(stderr, "rdma_create_id from %s\n", info.dli_fname);

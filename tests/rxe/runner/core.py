@@ -1,5 +1,5 @@
-"""What every harness needs: time, bounded processes, readiness, rxe's
-counter, the binding evidence, log tails.
+"""What every harness needs: time, bounded processes, readiness, the
+transport and what crossed its device, the binding evidence, log tails.
 
 Every process runs under a time limit, kept here as `timeout -k 2 N` would
 keep it (its status: 124 or 137 when the limit ended it, 128 + the signal
@@ -19,8 +19,13 @@ import time
 import judge
 import nldev
 
+REPO = os.path.realpath(os.path.join(os.path.dirname(os.path.realpath(__file__)), '../../..'))
 SYSLIB = os.environ.get('RDMACM_SYSTEM_LIB', '/usr/lib/x86_64-linux-gnu/librdmacm.so.1')
 RXE_DEV = os.environ.get('RXE_DEV') or 'rxe0'
+# rxe (Soft-RoCE) or siw (Soft-iWARP): the VM's guest exports RXE_TRANSPORT
+# (rxe-vm --siw: siw, and RXE_DEV siw0); run.py --transport overrides it.
+TRANSPORT = os.environ.get('RXE_TRANSPORT') or ('siw' if RXE_DEV.startswith('siw') else 'rxe')
+TRANSPORTS = ('rxe', 'siw')
 
 # A line of rstream's results table: "name bytes xfers iters total time Gb/sec usec/xfer".
 RSTREAM_RESULT_RE = (r'^[a-z0-9_]+ +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+s +[0-9.]+ +[0-9.]+$')
@@ -148,7 +153,7 @@ _watcher = []
 def start(argv, out, err, append=False, stdin=None):
     """Starts ARGV in the background (in a process group of its own), stdout
     and stderr to files (appended to with APPEND), stdin from the file STDIN
-    or /dev/null. ARGV may begin with limited(SECS) and NAME=VALUE words."""
+    (or the fd, when an int) or /dev/null. ARGV may begin with limited(SECS) and NAME=VALUE words."""
     argv, env, deadline = list(argv), None, None
     if argv and isinstance(argv[0], Limit):
         deadline = now() + argv.pop(0).secs
@@ -157,7 +162,8 @@ def start(argv, out, err, append=False, stdin=None):
             k, v = argv.pop(0).split('=', 1)
             env[k] = v
     mode = 'ab' if append else 'wb'
-    with open(out, mode) as o, open(err, mode) as e, open(stdin or os.devnull, 'rb') as i:
+    with open(out, mode) as o, open(err, mode) as e, \
+            open(stdin if isinstance(stdin, int) else stdin or os.devnull, 'rb', closefd=not isinstance(stdin, int)) as i:
         p = subprocess.Popen(argv, stdout=o, stderr=e, stdin=i, env=env, start_new_session=True)
     p.deadline, p.limit_hit = deadline, None
     PROCS.append(p)
@@ -212,6 +218,7 @@ def stop_proc(p):
 def stop_all():
     for p in PROCS:
         stop_proc(p)
+    unprobe()
 
 
 def on_signals():
@@ -231,7 +238,7 @@ def stop_signal(pid, sig):
         pass
 
 
-# --- rxe and readiness ------------------------------------------------------------
+# --- the device: what crossed it ----------------------------------------------------
 
 def sent_pkts():
     """Packets rxe0 has sent so far (its hardware counter)."""
@@ -240,6 +247,145 @@ def sent_pkts():
     except ValueError:
         return 0
 
+
+TRACING = '/sys/kernel/tracing'
+# siw has no hw_counters, and on one host both ends talk TCP over lo, whose
+# counters count everything: kprobes on siw's own paths count what crossed
+# it. rx: siw_tcp_rx_data, called for each batch of TCP payload a QP's socket
+# has (its len argument: the bytes siw received); send, write: the iWARP SEND
+# and RDMA WRITE frames placed; accept: each connection siw accepted.
+SIW_PROBES = (('rx', 'siw_tcp_rx_data len=$arg4:u64'), ('send', 'siw_proc_send'),
+              ('write', 'siw_proc_write'), ('accept', 'siw_accept'))
+_probes = []
+
+
+def _tracefs_write(f, text, flags=os.O_APPEND):
+    """Writes TEXT to tracefs file F (no seek: tracefs refuses Python's append mode)."""
+    fd = os.open(os.path.join(TRACING, f), os.O_WRONLY | flags)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def _probe_name(unit):
+    return 'rdmacm_siw_%s_%d' % (unit, os.getpid())
+
+
+def _siw_setup():
+    """The kprobes, once per process (removed at exit: unprobe)."""
+    if _probes:
+        return
+    if not os.path.exists(TRACING + '/kprobe_events'):
+        subprocess.run(['mount', '-t', 'tracefs', 'nodev', TRACING], capture_output=True)
+    for unit, what in SIW_PROBES:
+        name = _probe_name(unit)
+        try:
+            _tracefs_write('kprobe_events', 'p:%s %s\n' % (name, what))
+            _probes.append(name)
+            _tracefs_write('events/kprobes/%s/enable' % name, '1\n', 0)
+        except OSError as e:
+            raise SystemExit('setup: kprobe on %s: %s (tracefs, root)' % (what, e))
+    # Room for every receive batch of a case (a 4 MiB file: a few thousand).
+    _tracefs_write('buffer_size_kb', '8192\n', 0)
+
+
+def unprobe():
+    for name in _probes:
+        try:
+            _tracefs_write('events/kprobes/%s/enable' % name, '0\n', 0)
+            _tracefs_write('kprobe_events', '-:%s\n' % name)
+        except OSError:
+            pass
+    del _probes[:]
+
+
+def siw_hits():
+    """{unit: hits so far} of the siw kprobes (kprobe_profile: name, hits, misses)."""
+    names = {_probe_name(u): u for u, _ in SIW_PROBES}
+    out = {}
+    for line in lines_of(TRACING + '/kprobe_profile'):
+        w = line.split()
+        if len(w) >= 2 and w[0] in names:
+            out[names[w[0]]] = int(w[1])
+    return out
+
+
+def siw_rx_bytes():
+    """The bytes siw received since the last mark: the rx probe's len= fields in the trace."""
+    total, tag = 0, ' %s: ' % _probe_name('rx')
+    for line in lines_of(TRACING + '/trace'):
+        if tag in line:
+            m = re.search(r' len=([0-9]+)', line)
+            total += int(m.group(1)) if m else 0
+    return total
+
+
+def check_device():
+    """None, or why RXE_DEV is not a device of TRANSPORT (iWARP: node type RNIC)."""
+    node = read('/sys/class/infiniband/%s/node_type' % RXE_DEV)
+    if node is None:
+        return 'no RDMA device %s' % RXE_DEV
+    if ('RNIC' in node) != (TRANSPORT == 'siw'):
+        return '%s is not a%s device (node type %s)' % (RXE_DEV, 'n iWARP' if TRANSPORT == 'siw' else ' RoCE',
+                                                          node.strip())
+    return None
+
+
+def device_mark():
+    """A mark to measure what crosses the device from now on. On siw it also
+    empties the trace (the received bytes are summed from it): one mark in
+    use at a time for rx_bytes; the hit counts allow any number."""
+    if TRANSPORT == 'rxe':
+        return {'pkts': sent_pkts()}
+    _siw_setup()
+    _tracefs_write('trace', '', os.O_TRUNC)
+    return siw_hits()
+
+
+def device_moved(mark, counts_only=False):
+    """{unit: count} since MARK: rxe pkts (packets sent); siw rx (receive
+    calls), rx_bytes (not with COUNTS_ONLY: reading the trace pauses tracing,
+    so only once the case's traffic is over), send, write, accept."""
+    if TRANSPORT == 'rxe':
+        return {'pkts': sent_pkts() - mark['pkts']}
+    now_ = siw_hits()
+    moved = {u: now_.get(u, 0) - mark.get(u, 0) for u, _ in SIW_PROBES}
+    moved['rx_bytes'] = 0 if counts_only else siw_rx_bytes()
+    return moved
+
+
+def moved_text(moved):
+    if TRANSPORT == 'rxe':
+        return '%s +%d pkts' % (RXE_DEV, moved['pkts'])
+    return 'siw: %d receive calls, %d bytes, %d writes, %d sends, %d accepts' % (
+        moved['rx'], moved['rx_bytes'], moved['write'], moved['send'], moved['accept'])
+
+
+UNIT_WORDS = {'pkts': 'packets left %s' % RXE_DEV, 'rx': 'siw receive calls', 'rx_bytes': 'bytes siw received',
+              'write': 'RDMA WRITE frames siw placed', 'send': 'SEND frames siw placed', 'accept': 'siw accepts'}
+
+
+def crossed(moved, want):
+    """'' if MOVED has what WANT ({unit: minimum, or (minimum, maximum)})
+    says the case's work makes on this transport, else why not: a reason
+    that is never rerun (judge.py: "did not cross")."""
+    for unit, w in sorted(want.items()):
+        lo, hi = w if isinstance(w, tuple) else (w, None)
+        n = moved.get(unit, 0)
+        if n < lo or (hi is not None and n > hi):
+            return ('%d %s (%s %d expected): the work did not cross the RDMA device as it should'
+                    % (n, UNIT_WORDS[unit], 'at least' if hi is None else 'exactly' if hi == lo else '%d to' % lo,
+                       lo if hi is None or hi == lo else hi))
+    return ''
+
+
+def want(rxe=None, siw=None):
+    """What a case must move, per transport: {unit: minimum} (None: nothing asked)."""
+    return (rxe if TRANSPORT == 'rxe' else siw) or {}
+
+
+# --- readiness ----------------------------------------------------------------------
 
 def lo_bytes():
     return int(read('/sys/class/net/lo/statistics/tx_bytes', '0').strip() or 0)
@@ -311,14 +457,19 @@ RSOCKET_SYMS = ('socket|bind|listen|accept|connect|shutdown|close|recv|recvfrom|
                 'iomap|iounmap|iowrite')
 
 
+def debug_files(prefix):
+    """The LD_DEBUG_OUTPUT files PREFIX.<pid>."""
+    d, base = os.path.split(prefix)
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.startswith(base + '.')) if os.path.isdir(d) else []
+
+
 def bindings(prefix, sym, rsockets):
     """From the LD_DEBUG=bindings files PREFIX.<pid>: (files, targets, hit, n):
     the files whose imports bound rdma_* (and with RSOCKETS the r* family)
     symbols went to, the one SYM went to, how many bindings. Lines look like
     "179: binding file rping [0] to /x/librdmacm.so.1 [0]: normal symbol `rdma_connect' [RDMACM_1.0]".
     Only the program's (and other libraries') imports count, not librdmacm's internal ones."""
-    d, base = os.path.split(prefix)
-    files = sorted(os.path.join(d, f) for f in os.listdir(d) if f.startswith(base + '.')) if os.path.isdir(d) else []
+    files = debug_files(prefix)
     if rsockets:
         pat = re.compile(r'normal symbol .(rdma_[a-z_]+|r(%s)).( |$)' % RSOCKET_SYMS)
     else:

@@ -18,6 +18,7 @@ The shell users reach these through `run.py judge ...` (see run.py).
 """
 import os
 import re
+import signal
 
 FORGIVEN = 0
 RETRIED = 0
@@ -117,6 +118,24 @@ def known_race(tool, d, mode, args):
         return ("rdma-core's rstream on rdma-core's library (%s) exited 16: its rpoll reported "
                 "POLLHUP with data unread (rdma-core 44's own race)" % side)
     return "%s's client was rejected: its server had not called rdma_listen yet (%s's own race, README.md)" % (tool, tool)
+
+
+def caught_signal(d):
+    """The crash a side of the case in D died of although its status says
+    otherwise, or None: libfabric catches a fatal signal, prints "terminated
+    with signal N at PC=..." and a backtrace, and exits 1. Named as the
+    signal it was ("server killed by SIGSEGV"), so that only known_race's
+    libfabric sign is rerun."""
+    for side in ('server', 'client'):
+        text = ''.join(_read(os.path.join(d, '%s.%s' % (side, f))) or '' for f in ('out', 'err'))
+        m = re.search(r'terminated with signal ([0-9]+) at PC=', text)
+        if m:
+            try:
+                name = signal.Signals(int(m.group(1))).name
+            except ValueError:
+                name = 'SIG' + m.group(1)
+            return "%s killed by %s (libfabric's backtrace)" % (side, name)
+    return None
 
 
 def is_signal(status):

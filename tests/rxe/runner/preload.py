@@ -28,7 +28,8 @@ Soft-RoCE VM).
   --list         print the case names and exit
 
 Two cases pair the preload under test with rdma-core's (on rdma-core's
-librdmacm) in fork mode, one at each end (rstream-fork-rdma-core-client,
+librdmacm, which they must load) in fork mode, one at each end
+(rstream-fork-rdma-core-client, -server; on siw nc-rdma-core-client,
 -server): left out when the preload under test is rdma-core's or it is not
 installed.
 
@@ -47,11 +48,17 @@ time limit (core.limited), so no hang outlives its case. A case passes only if
     a kernel socket over (fork support);
   - its bytes crossed rxe0 (hw_counters/sent_pkts rose by at least the case's
     minimum: data bytes / 2 KiB, or one packet per message exchanged);
-  - and no kernel socket carried them: client and server share one host, so
-    kernel TCP or UDP between them would cross `lo`, whose byte counter must
-    rise by less than half the case's data bytes.
-Output: a line per case `PASS|FAIL|XFAIL|XPASS <case> (<s>) rxe +N pkts, lo
-+M bytes`, for a failure its reason and the tails of its logs; then a table
+    on siw (--transport siw) siw received at least the case's data bytes
+    (core.py's kprobe on siw_tcp_rx_data);
+  - and (rxe) no kernel socket carried them: client and server share one
+    host, so kernel TCP or UDP between them would cross `lo`, whose byte
+    counter must rise by less than half the case's data bytes. On siw both
+    ends talk TCP over lo themselves (siw's own), and a socket the preload did
+    not take moves nothing through siw: the bytes siw received prove it.
+    An rsocket listener there also shows as a kernel TCP listener (iw_cm
+    listens on its port): only its rdma_cm id is asked for.
+Output: a line per case `PASS|FAIL|XFAIL|XPASS <case> (<s>) rxe0 +N pkts, lo
++M bytes` (siw: its receive calls, bytes, frames),  for a failure its reason and the tails of its logs; then a table
 and `N passed, M failed, K expected failures`. Exit status 0 only if no case
 failed unexpectedly (XPASS included).
 """
@@ -67,15 +74,24 @@ import core
 import judge
 from core import now, say, secs_since
 
-CASES = ['rstream-sockets', 'rstream-blocking', 'rstream-poll', 'rstream-fork', 'rstream-fork-rdma-core-client',
-         'rstream-fork-rdma-core-server', 'nc-traditional', 'socat-server', 'socat-client', 'nc-openbsd', 'iperf3',
-         'memcached', 'sockperf-tcp', 'sockperf-udp', 'redis']
+# Each case and the transports it runs on (every one must pass there). On
+# siw (Soft-iWARP) a few programs, smaller files (FILE_SIZE, IPERF_MIB): TCG
+# runs siw's TCP and iWARP framing both.
+RXE, SIW, BOTH = ('rxe',), ('siw',), ('rxe', 'siw')
+CASES = [('rstream-sockets', BOTH), ('rstream-blocking', RXE), ('rstream-poll', RXE), ('rstream-fork', RXE),
+         ('rstream-fork-rdma-core-client', RXE), ('rstream-fork-rdma-core-server', RXE), ('nc-traditional', BOTH),
+         ('nc-rdma-core-client', SIW), ('nc-rdma-core-server', SIW), ('socat-server', RXE), ('socat-client', RXE),
+         ('socat-both', SIW), ('nc-openbsd', BOTH), ('iperf3', BOTH), ('memcached', RXE), ('sockperf-tcp', RXE),
+         ('sockperf-udp', RXE), ('redis', RXE)]
+TRANSPORTS = ('rxe', 'siw')
 # rdma-core's preload (on rdma-core's librdmacm): the other end of the mixed cases.
 REFERENCE_LIB = '/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so'
-MIXED = ('rstream-fork-rdma-core-client', 'rstream-fork-rdma-core-server')
+MIXED = ('rstream-fork-rdma-core-client', 'rstream-fork-rdma-core-server', 'nc-rdma-core-client',
+         'nc-rdma-core-server')
 PROGRAMS = ['rstream', 'nc.traditional', 'nc.openbsd', 'socat', 'iperf3', 'memcached', 'memcslap', 'memccp',
             'memccat', 'sockperf', 'redis-server', 'redis-benchmark']
-FILE_SIZE = 4 << 20
+FILE_SIZE = {'rxe': 4 << 20, 'siw': 1 << 20}
+IPERF_MIB = {'rxe': 16, 'siw': 4}
 
 
 def status_text(rc, secs):
@@ -120,7 +136,7 @@ class Preload:
         LD_DEBUG=files into DIR/ROLE.ld.<pid>, extra environment c.extra_env."""
         lib, rdmacm = self.libs_of(c, role)
         env = ['LD_PRELOAD=' + lib, 'LD_DEBUG=files', 'LD_DEBUG_OUTPUT=%s/%s.ld' % (c.dir, role)] + c.extra_env
-        if rdmacm:
+        if rdmacm and rdmacm != os.path.realpath(core.SYSLIB):
             env.append('LD_LIBRARY_PATH=' + os.path.dirname(rdmacm))
         cmd = core.limited(self.tmo(t))
         if self.o.strace:
@@ -293,25 +309,43 @@ class Preload:
     def case_rstream_fork_rdma_core_client(self, c):
         # The same with rdma-core 44's preload under the client: its move
         # (the active side: peek the zero, rconnect from any port) against ours.
-        c.libs['client'] = (REFERENCE_LIB, '')
+        c.libs['client'] = (REFERENCE_LIB, os.path.realpath(core.SYSLIB))
         self.case_rstream_fork(c)
 
     def case_rstream_fork_rdma_core_server(self, c):
         # rdma-core 44's preload under the forking server (the passive side:
         # announce, then a blocking raccept) and ours under the client.
-        c.libs['server'] = (REFERENCE_LIB, '')
+        c.libs['server'] = (REFERENCE_LIB, os.path.realpath(core.SYSLIB))
         self.case_rstream_fork(c)
 
     def case_nc_traditional(self, c):
-        c.bytes, p = FILE_SIZE, str(c.port)
+        c.bytes, p = os.path.getsize(c.src), str(c.port)
         self.srv(c, 'server', 'rdma', c.port, 60, 'nc.traditional', '-l', '-s', self.ip, '-p', p)
         # srv wrote its stdout to server.out: that is the copy.
         self.cli(c, 'client', 30, 'nc.traditional', '-q', '1', self.ip, p, stdin=c.src)
         self.srv_done(c, 'server', 10)
         self.same_file(c, c.src, c.dir + '/server.out')
 
+    def case_nc_rdma_core_client(self, c):
+        # rdma-core 44's preload (on its own library) at one end, ours at the other.
+        c.libs['client'] = (REFERENCE_LIB, os.path.realpath(core.SYSLIB))
+        self.case_nc_traditional(c)
+
+    def case_nc_rdma_core_server(self, c):
+        c.libs['server'] = (REFERENCE_LIB, os.path.realpath(core.SYSLIB))
+        self.case_nc_traditional(c)
+
+    def case_socat_both(self, c):
+        # socat at both ends: a TCP-LISTEN server writing a file, a client reading one.
+        c.bytes, p = os.path.getsize(c.src), str(c.port)
+        self.srv(c, 'server', 'rdma', c.port, 60, 'socat', '-u', 'TCP-LISTEN:%s,bind=%s,reuseaddr' % (p, self.ip),
+                 'CREATE:%s/copy' % c.dir)
+        self.cli(c, 'client', 30, 'socat', '-u', 'OPEN:' + c.src, 'TCP:%s:%s' % (self.ip, p))
+        self.srv_done(c, 'server', 10)
+        self.same_file(c, c.src, c.dir + '/copy')
+
     def case_socat_server(self, c):
-        c.bytes, p = FILE_SIZE, str(c.port)
+        c.bytes, p = os.path.getsize(c.src), str(c.port)
         self.srv(c, 'server', 'rdma', c.port, 60, 'socat', '-u', 'TCP-LISTEN:%s,bind=%s,reuseaddr' % (p, self.ip),
                  'CREATE:%s/copy' % c.dir)
         self.cli(c, 'client', 30, 'nc.traditional', '-q', '1', self.ip, p, stdin=c.src)
@@ -319,29 +353,31 @@ class Preload:
         self.same_file(c, c.src, c.dir + '/copy')
 
     def case_socat_client(self, c):
-        c.bytes, p = FILE_SIZE, str(c.port)
+        c.bytes, p = os.path.getsize(c.src), str(c.port)
         self.srv(c, 'server', 'rdma', c.port, 60, 'nc.traditional', '-l', '-s', self.ip, '-p', p)
         self.cli(c, 'client', 30, 'socat', '-u', 'OPEN:' + c.src, 'TCP:%s:%s' % (self.ip, p))
         self.srv_done(c, 'server', 10)
         self.same_file(c, c.src, c.dir + '/server.out')
 
     def case_nc_openbsd(self, c):
-        c.bytes, p = FILE_SIZE, str(c.port)
+        c.bytes, p = os.path.getsize(c.src), str(c.port)
         self.srv(c, 'server', 'rdma', c.port, 60, 'nc.openbsd', '-l', self.ip, p)
         self.cli(c, 'client', 30, 'nc.openbsd', '-N', self.ip, p, stdin=c.src)
         self.srv_done(c, 'server', 10)
         self.same_file(c, c.src, c.dir + '/server.out')
 
     def case_iperf3(self, c):
-        # 16 MiB, then the server (-1: one client) ends; both report the bytes.
-        # iperf3's data socket is non-blocking: a send that takes part of a
-        # block counts those bytes and the next send is a whole block, so the total
-        # may run up to one block (128 KiB) over -n: "16.1 MBytes" is a pass.
-        c.bytes, p = 16 << 20, str(c.port)
+        # 16 MiB (siw: 4), then the server (-1: one client) ends; both report
+        # the bytes. iperf3's data socket is non-blocking: a send that takes
+        # part of a block counts those bytes and the next send is a whole block,
+        # so the total may run up to one block (128 KiB) over -n: "16.1 MBytes"
+        # is a pass (iperf3 prints two decimals under 10: "4.12 MBytes").
+        n, p = IPERF_MIB[core.TRANSPORT], str(c.port)
+        c.bytes = n << 20
         self.srv(c, 'server', 'rdma', c.port, 60, 'iperf3', '-s', '-1', '-B', self.ip, '-p', p)
-        self.cli(c, 'client', 30, 'iperf3', '-c', self.ip, '-p', p, '-n', '16M')
+        self.cli(c, 'client', 30, 'iperf3', '-c', self.ip, '-p', p, '-n', '%dM' % n)
         self.srv_done(c, 'server', 10)
-        self.has(c, 'client', r'^\[ *[0-9]+\] .* 16\.[01] MBytes .* sender$')
+        self.has(c, 'client', r'^\[ *[0-9]+\] .* %d\.[01]%s MBytes .* sender$' % (n, '' if n >= 10 else '[0-9]'))
         self.has(c, 'client', r'^\[ *[0-9]+\] .* receiver$')
         self.has(c, 'client', '^iperf Done')
 
@@ -434,7 +470,7 @@ class Preload:
         c.libs = {}
         c.leftover = []
         c.src = self.source
-        t0, p0, l0 = now(), core.sent_pkts(), core.lo_bytes()
+        t0, mark, l0 = now(), core.device_mark(), core.lo_bytes()
         getattr(self, 'case_' + name.replace('-', '_'))(c)
         for p in c.leftover:
             core.stop_proc(p)
@@ -443,13 +479,15 @@ class Preload:
             if c.why and not core.alive(p):
                 c.why += '; %s had ended: %s' % (r, status_text(core.status(p), '?'))
             core.stop_proc(p)
-        pkts, lo, secs = core.sent_pkts() - p0, core.lo_bytes() - l0, secs_since(t0)
+        moved, lo, secs = core.device_moved(mark), core.lo_bytes() - l0, secs_since(t0)
         if c.min_pkts is None:
             c.min_pkts = c.bytes // 2048
-        if pkts < c.min_pkts:
-            self.why(c, 'only %d packets left %s (at least %d expected for %d bytes): the data did not cross the RDMA '
-                     'device' % (pkts, core.RXE_DEV, c.min_pkts, c.bytes))
-        if lo >= c.bytes // 2:
+        # rxe: packets sent (at least one per 2 KiB, or per message); siw:
+        # the bytes it received, at least the case's.
+        self.why(c, core.crossed(moved, core.want(rxe={'pkts': c.min_pkts}, siw={'rx_bytes': c.bytes})))
+        # On siw both ends talk TCP over lo (siw's own TCP): lo tells nothing
+        # there; a socket the preload did not take moves no byte through siw.
+        if lo >= c.bytes // 2 and core.TRANSPORT == 'rxe':
             self.why(c, '%d bytes crossed lo (the case moves %d): kernel sockets carried the data' % (lo, c.bytes))
         self.check_loaded(c)
         if o.expect_fail and re.fullmatch(o.expect_fail, name):
@@ -473,8 +511,9 @@ class Preload:
         else:
             verdict = 'PASS'
             self.passed += 1
-        say('%s %s (%ss) rxe +%d pkts, lo +%d bytes' % (verdict, name, secs, pkts, lo))
-        self.summary.append('%-6s %-16s %6ss %9s %11s  %s' % (verdict, name, secs, pkts, lo, c.why or 'ok'))
+        dev = moved['pkts' if core.TRANSPORT == 'rxe' else 'rx_bytes']
+        say('%s %s (%ss) %s, lo +%d bytes' % (verdict, name, secs, core.moved_text(moved), lo))
+        self.summary.append('%-6s %-16s %6ss %9s %11s  %s' % (verdict, name, secs, dev, lo, c.why or 'ok'))
         if c.why or verdict == 'XPASS':
             self.failed_dirs.append(c.dir)
             say('    reason: ' + (c.why or 'passed, but expected to fail (--expect-fail): the known pattern changed'))
@@ -494,7 +533,7 @@ class Preload:
 
     def main(self):
         o = self.o
-        selected = [c for c in CASES if not (o.except_ and re.search(o.except_, c))
+        selected = [c for c, on in CASES if core.TRANSPORT in on and not (o.except_ and re.search(o.except_, c))
                     and (not o.only or re.search(o.only, c))]
         # The mixed cases pair the preload under test with rdma-core's: not
         # when that is rdma-core's, nor where it is not installed.
@@ -523,7 +562,7 @@ class Preload:
             self.logroot = tempfile.mkdtemp(prefix='rdmacm-preload.', dir=os.environ.get('TMPDIR', '/tmp'))
         self.source = self.logroot + '/source'
         with open(self.source, 'wb') as f:
-            f.write(os.urandom(FILE_SIZE))
+            f.write(os.urandom(FILE_SIZE[core.TRANSPORT]))
         say('preload: %s%s' % (self.lib, ' on ' + self.rdmacm if self.rdmacm else ''),
             'preload: %d cases on %s at %s%s; logs in %s'
             % (len(selected), core.RXE_DEV, self.ip, '; expected to fail: ' + o.expect_fail if o.expect_fail else '',
@@ -533,7 +572,8 @@ class Preload:
         for name in selected:
             if self.run_case(name, True):
                 self.run_case(name, False)
-        say('', '%-6s %-16s %7s %9s %11s  %s' % ('verdict', 'case', 'time', 'rxe pkts', 'lo bytes', 'reason'),
+        say('', '%-6s %-16s %7s %9s %11s  %s' % ('verdict', 'case', 'time', 'rxe pkts' if core.TRANSPORT == 'rxe'
+                                                 else 'siw bytes', 'lo bytes', 'reason'),
             *self.summary)
         say('preload: %ss in all' % secs_since(t_all))
         # The logs of the expected failures are kept too (their reasons are the point).

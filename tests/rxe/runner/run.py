@@ -20,6 +20,14 @@
                              (MODE as interop's, or reference: both sides on
                              rdma-core's library)
 
+  run.py cmtable [options]   the CM on iWARP step by step (iwarp/cm_table), ours
+                             diffed against rdma-core's
+
+Every harness takes --transport rxe|siw (default: RXE_TRANSPORT, which the
+VM's guest exports; siw0 under `rxe-vm --siw`): the cases it runs, what each
+must show and how its bytes are proven to have crossed the device (rxe's
+hw_counters, siw's kprobes: core.py) follow it. A harness without cases for
+a transport refuses it.
 `run.py HARNESS --help` describes a harness's options. The rules that judge a
 failure (a peer's known race, the rerun rule) are judge.py's, one copy for all.
 """
@@ -48,7 +56,7 @@ def judge_cli(args):
 
 
 def main(argv):
-    if not argv or argv[0] not in ('interop', 'tools', 'preload', 'conformance', 'cpython', 'judge'):
+    if not argv or argv[0] not in ('interop', 'tools', 'preload', 'conformance', 'cpython', 'cmtable', 'judge'):
         print(__doc__, file=sys.stderr)
         return 2
     if argv[0] == 'judge':
@@ -58,7 +66,14 @@ def main(argv):
                                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
                                 usage=argparse.SUPPRESS)
     mod.add_options(p, REPO)
+    p.add_argument('--transport', choices=core.TRANSPORTS, default=core.TRANSPORT)
     o = p.parse_args(argv[1:])
+    core.TRANSPORT = o.transport
+    if o.transport not in getattr(mod, 'TRANSPORTS', ('rxe',)):
+        core.die(argv[0], 'has no cases for transport %s' % o.transport)
+    why = None if getattr(o, 'list', False) else core.check_device()
+    if why:
+        core.die(argv[0], 'setup: ' + why, 1)
     sys.stdout.reconfigure(line_buffering=True)
     core.on_signals()
     try:
