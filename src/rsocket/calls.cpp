@@ -245,7 +245,7 @@ ssize_t readv(int fd, const iovec* iov, int iovcnt) {
   Socket* s = lookup_vector(fd, iov, iovcnt, &err);
   if (!s) return err;
   msghdr m = message(iov, static_cast<size_t>(iovcnt));
-  if (!iov_total(m)) return 0;
+  if (!message_total(m)) return 0;
   return s->recvmsg(m, 0);
 }
 

@@ -40,20 +40,15 @@ ssize_t in_turn(const msghdr& msg, Body body) {
 // one buffer of at most this.
 inline constexpr size_t kMaxMessage = 65536;
 
-inline size_t iov_total(const msghdr& msg) {
-  size_t total = 0;
-  for (size_t i = 0; i < msg.msg_iovlen; ++i) total += msg.msg_iov[i].iov_len;
-  return total;
-}
-
-// The buffers hold at most kMaxMessage bytes in all (no sum that wraps).
-inline bool within_one_message(const msghdr& msg) {
+// The bytes the buffers hold in all, or kMaxMessage + 1 once past it (a sum
+// of lengths the caller chose may not wrap into a small one).
+inline size_t message_total(const msghdr& msg) {
   size_t total = 0;
   for (size_t i = 0; i < msg.msg_iovlen; ++i) {
-    if (msg.msg_iov[i].iov_len > kMaxMessage - total) return false;
+    if (msg.msg_iov[i].iov_len > kMaxMessage - total) return kMaxMessage + 1;
     total += msg.msg_iov[i].iov_len;
   }
-  return true;
+  return total;
 }
 
 // body(const void* buf, size_t len) with the buffers gathered into one.
@@ -61,7 +56,7 @@ template <class Body>
 ssize_t send_as_one(const msghdr& msg, Body body) {
   const iovec* iov = msg.msg_iov;
   if (msg.msg_iovlen == 1) return body(iov[0].iov_base, iov[0].iov_len);
-  size_t total = iov_total(msg);
+  size_t total = message_total(msg);
   if (total > kMaxMessage) return -EMSGSIZE;
   std::vector<uint8_t> buf(total);
   size_t at = 0;
@@ -79,7 +74,7 @@ template <class Body>
 ssize_t recv_as_one(const msghdr& msg, Body body) {
   const iovec* iov = msg.msg_iov;
   if (msg.msg_iovlen == 1) return body(iov[0].iov_base, iov[0].iov_len);
-  std::vector<uint8_t> buf(std::min(iov_total(msg), kMaxMessage));
+  std::vector<uint8_t> buf(std::min(message_total(msg), kMaxMessage));
   ssize_t n = body(buf.data(), buf.size());
   if (n <= 0) return n;
   size_t got = std::min(static_cast<size_t>(n), buf.size());  // n may be the whole (MSG_TRUNC)

@@ -53,7 +53,8 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // is not taken whole. A receive fills the buffers after the first only
   // with what is already there (rdma-core 44's rrecvv fills only the first).
   ssize_t sendmsg(const msghdr& msg, int flags) override {
-    if (msg.msg_iovlen > 1 && within_one_message(msg) && iov_total(msg))
+    size_t total = msg.msg_iovlen > 1 ? message_total(msg) : 0;
+    if (total && total <= kMaxMessage)
       return send_as_one(msg, [&](const void* buf, size_t len) { return send(buf, len, flags); });
     return in_turn(msg, [&](const iovec& b, bool) { return send(b.iov_base, b.iov_len, flags); });
   }
