@@ -49,6 +49,18 @@ tcp_listening() {
 	done
 	return 1
 }
+# True once a UDP socket is bound to port $1 (/proc/net again).
+udp_listening() {
+	local f hex addr
+	printf -v hex ':%04X' "$1"
+	for f in /proc/net/udp /proc/net/udp6; do
+		[ -r "$f" ] || continue
+		while read -r _ addr _; do
+			[[ $addr == *"$hex" ]] && return 0
+		done < "$f"
+	done
+	return 1
+}
 
 # nap SECONDS: sleeps without starting a program: bash's `read` timing out
 # on a FIFO that nobody writes (opened once per shell, read and write, so it
@@ -72,16 +84,30 @@ nap() {
 # `sleep` alone can take a few tenths of a second (nap above does not fork).
 
 # wait_ready KIND PORT PID SECONDS: 0 when ready (KIND cm or tcp: listening
-# on PORT); 1 when the server died first; 2 on timeout.
+# on PORT; udp: bound to it); 1 when the server died first; 2 on timeout.
 wait_ready() {
-	local kind=$1 what=$2 pid=$3 end=$(($(now_us) + $4 * 1000000))
+	local kind=$1 what=$2 pid=$3 end=$((${EPOCHREALTIME/./} + $4 * 1000000))
 	while :; do
 		case $kind in
 		cm) cm_listening "$what" && return 0 ;;
 		tcp) tcp_listening "$what" && return 0 ;;
+		udp) udp_listening "$what" && return 0 ;;
 		esac
 		kill -0 "$pid" 2>/dev/null || return 1
-		(($(now_us) < end)) || return 2
+		((${EPOCHREALTIME/./} < end)) || return 2
+		nap 0.1
+	done
+}
+
+# wait_line FILE REGEX SECONDS: 0 once a line of FILE matches the extended
+# regular expression REGEX, 1 if none did within SECONDS.
+wait_line() {
+	local end=$((${EPOCHREALTIME/./} + $3 * 1000000)) line
+	while :; do
+		if [ -r "$1" ]; then
+			while IFS= read -r line || [ -n "$line" ]; do [[ $line =~ $2 ]] && return 0; done < "$1"
+		fi
+		((${EPOCHREALTIME/./} < end)) || return 1
 		nap 0.1
 	done
 }
@@ -89,8 +115,8 @@ wait_ready() {
 # wait_exit PID SECONDS: 0 once PID has exited (its status in WAIT_RC), 1 if still running.
 # shellcheck disable=SC2034 # WAIT_RC is read by the callers
 wait_exit() {
-	local pid=$1 end=$(($(now_us) + $2 * 1000000))
-	while kill -0 "$pid" 2>/dev/null && (($(now_us) < end)); do nap 0.1; done
+	local pid=$1 end=$((${EPOCHREALTIME/./} + $2 * 1000000))
+	while kill -0 "$pid" 2>/dev/null && ((${EPOCHREALTIME/./} < end)); do nap 0.1; done
 	if kill -0 "$pid" 2>/dev/null; then return 1; fi
 	WAIT_RC=0
 	wait "$pid" 2>/dev/null || WAIT_RC=$?

@@ -33,6 +33,8 @@ TMP=$(mktemp -d)
 srv='' flood=''
 trap 'kill $srv $flood 2>/dev/null; rm -rf "$TMP"' EXIT
 pass=0 fail=0
+# shellcheck source=procs.sh
+. "$HERE/procs.sh"
 check() { # $1: name, $2: why it failed (empty: passed)
 	if [ -z "$2" ]; then pass=$((pass + 1)); echo "PASS $1"
 	else fail=$((fail + 1)); echo "FAIL $1: $2"; fi
@@ -41,11 +43,7 @@ check() { # $1: name, $2: why it failed (empty: passed)
 env LD_LIBRARY_PATH="$LIBDIR" RDMACM_TEST_DGRAM_STATS="$TMP/stats" \
 	timeout -k 2 $((SECS + 240)) udpong -b "$RXE_IP" -p $port -T b >"$TMP/srv.out" 2>&1 &
 srv=$!
-end=$((SECONDS + 30))
-until ss -Hlun "sport = :$port" 2>/dev/null | grep -q .; do
-	kill -0 "$srv" 2>/dev/null && [ $SECONDS -lt $end ] || break
-	sleep 0.1
-done
+wait_ready udp $port $srv 30
 spid=$(pgrep -P "$srv" | head -1)
 rss() { awk '/^VmRSS/ { print $2 }' "/proc/$spid/status" 2>/dev/null || echo 0; }
 

@@ -43,6 +43,10 @@ done
 [ -n "$BIN" ] && [ -n "$TOOLS" ] && [ -n "$LIB" ] || { echo "usage: host_death.sh server|client --bin DIR --tools DIR --lib PATH" >&2; exit 2; }
 REF=${RDMACM_SYSTEM_LIB:-/usr/lib/x86_64-linux-gnu/librdmacm.so.1}
 OURDIR=$(dirname "$LIB")
+# nap: the waits below sleep without starting a program (a `sleep` costs
+# ~0.2 s of CPU under TCG; this script's loops started 150 of them).
+# shellcheck source=../procs.sh
+. "$(dirname "$0")/../procs.sh"
 LOG=/tmp/host_death
 mkdir -p "$LOG"
 TOOLS_TIMEOUT=20 # our rping's default bound on a silent peer
@@ -72,7 +76,7 @@ client() {
 	start hs_ref "$BIN/peer_death" handshake 7306
 	start pd_ours ours "$BIN/peer_death" client 7310
 	start pd_ref theirs "$BIN/peer_death" client 7311
-	sleep 5
+	nap 5
 	# The idle pair: the rping clients stop between two pings.
 	pkill -STOP -x rping -P "${PID[rping_b_ours]}" 2>/dev/null
 	pkill -STOP -x rping -P "${PID[rping_b_ref]}" 2>/dev/null
@@ -80,7 +84,7 @@ client() {
 	# last one, A, only requested: give its request a moment to arrive).
 	wait_for_line "$LOG/pd_ours.log" 'A requested' 120 && wait_for_line "$LOG/pd_ref.log" 'A requested' 60 ||
 		{ echo "the library checks did not connect"; tail -n 20 "$LOG"/*.log; exit 1; }
-	sleep 2
+	nap 2
 	echo "client: powering off (host death)"
 	# Our part is done: the power-off is the test, not a failure of the client.
 	echo 0 > /run/rxe-vm/rc
@@ -116,7 +120,7 @@ wait_for_line() {
 	local end=$((SECONDS + $3))
 	while ((SECONDS < end)); do
 		has_line "$1" "$2" && return 0
-		sleep 0.3
+		nap 0.3
 	done
 	has_line "$1" "$2"
 }
@@ -159,7 +163,7 @@ server() {
 	for ((i = 0; i < 400; i++)); do # 8 listeners, seen by the kernel
 		n=$(rdma res show cm_id 2>/dev/null | grep -c 'state LISTEN')
 		((n >= 8)) && break
-		sleep 0.3
+		nap 0.3
 	done
 	echo "LISTENING-ALL ($n listeners)"
 	if ! wait_for_line "$LOG/pd_ours.log" '^DIE' 200 || ! wait_for_line "$LOG/pd_ref.log" '^DIE' 60; then
@@ -187,9 +191,9 @@ server() {
 			[ -f "$LOG/$n.rc" ] || left=$((left + 1))
 		done
 		[ "$left" = 0 ] && break
-		sleep 0.5
+		nap 0.5
 	done
-	sleep 2
+	nap 2
 	for n in pd_ours pd_ref unreach_ours unreach_ref; do
 		echo "--- $n"
 		grep -E '^(RESULT|[A-C]:)' "$LOG/$n.log"

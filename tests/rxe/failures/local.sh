@@ -52,25 +52,22 @@ run() { # run the program on library $WHO
 	if [ "$WHO" = ours ]; then env LD_LIBRARY_PATH="$OURDIR" timeout 120 "$P" "$@"
 	else env LD_PRELOAD="$REF" timeout 120 "$P" "$@"; fi
 }
-# wait_line FILE REGEX SECONDS
-wait_line() {
-	local i
-	for ((i = 0; i < $3 * 10; i++)); do
-		grep -qE "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
+# wait_line, nap: polling without starting programs (each costs a few tenths
+# of a second of CPU under TCG).
+# shellcheck source=../procs.sh
+. "$(dirname "$0")/../procs.sh"
 # shellcheck disable=SC2086 # the dotted quad split into four numbers
 gid_of() { printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${1//./ }; }
-wait_gid() { # wait_gid IP: rxe0 has the GID of IP
-	local g i
+wait_gid() { # wait_gid IP: rxe0 has the GID of IP (within 10 s)
+	local g f line end=$((${EPOCHREALTIME/./} + 10000000))
 	g=$(gid_of "$1")
-	for ((i = 0; i < 100; i++)); do
-		grep -qx "$g" /sys/class/infiniband/rxe0/ports/1/gids/* 2>/dev/null && return 0
-		sleep 0.1
+	while :; do
+		for f in /sys/class/infiniband/rxe0/ports/1/gids/*; do
+			read -r line 2>/dev/null < "$f" && [ "$line" = "$g" ] && return 0
+		done
+		((${EPOCHREALTIME/./} < end)) || return 1
+		nap 0.1
 	done
-	return 1
 }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", a - b }'; }
 
@@ -131,16 +128,16 @@ addr_change() {
 	w=$!
 	wait_line "$LOG/watch.$WHO" READY 20 || fail "watch: not ready"
 	ip addr del "$ip/24" dev "$NETDEV"
-	sleep 3
+	nap 3
 	ip addr add "$ip/24" dev "$NETDEV"
 	wait_gid $ip || fail "no GID for $ip after re-adding it"
-	sleep 2
+	nap 2
 	ip link set "$NETDEV" address 02:00:00:00:77:99 && echo "MAC changed to 02:00:00:00:77:99" || echo "MAC change refused"
-	sleep 3
+	nap 3
 	ip link set "$NETDEV" address "$mac"
 	# Events come within milliseconds of a change; 3 s more for a late one,
 	# then the watch is told to stop (and says whether it was still watching).
-	sleep 3
+	nap 3
 	touch "$LOG/watch.stop.$WHO"
 	wait "$w"
 	out=$(< "$LOG/watch.$WHO")
