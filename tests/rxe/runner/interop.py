@@ -124,7 +124,7 @@ CASES = [
     # a write and a 4-byte SEND) 64 KiB transfers, 64 B blocking, rpoll-driven.
     ('rstream|-C 100 -S 4096', RXE, ()),
     ('rstream|-S 65536 -C 10', SIW, ()),
-    ('rstream|-S all -I 20', RXE, ()),
+    ('rstream|-S all -I 5', RXE, ()),
     ('rstream|-T b -C 200 -S 1024', RXE, ()),
     ('rstream|-T b -S 64 -C 100', SIW, ()),
     ('rstream|-T n -C 200 -S 16384', RXE, ()),
