@@ -1,0 +1,88 @@
+#!/bin/bash
+# A socket program's memory per connection, kernel TCP, our preload and
+# rdma-core's side by side in one boot (issue 39's first table): bench/
+# conn_memory (a poll() server and a client, 4 KiB echoed on each connection,
+# all kept open) bare, under our librspreload.so and under rdma-core's. For
+# each count: KiB per connection above the processes' base (resident, and of
+# it pinned by RDMA registration), the server's and the client's; and, for the
+# preloads, rxe0's sent_pkts (a column that sent nothing fell back to TCP).
+# Numbers only, no verdict.
+#
+#   bench/conn_memory.sh --bin PATH --lib PATH [--rdmacm PATH] [--ref PATH] [--at 1,256,4096] [--secs S]
+#
+#   --bin PATH     build/bench/conn_memory
+#   --lib PATH     our librspreload.so; --rdmacm PATH: the librdmacm.so.1 it runs on
+#   --ref PATH     rdma-core's preload (default /usr/lib/x86_64-linux-gnu/rsocket/librspreload.so;
+#                  "none" to leave it out)
+#   --secs S       a step's bound (default 120): a column that stalls shows "stuck at N"
+#
+# Run it where there is an RDMA device with memory for the counts (rsockets'
+# default buffers are 2 x 128 KiB a side, registered), e.g.:
+#   RDMACM_VM_MEM=8192 tests/vm/rxe-vm auto -- bench/conn_memory.sh --bin build/bench/conn_memory \
+#       --lib build/preload/librspreload.so --rdmacm build/src/librdmacm.so.1
+set -uo pipefail
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
+BIN='' LIB='' RDMACM='' REF=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so AT=1,256,4096 SECS=120
+while [ $# -gt 0 ]; do
+	case $1 in
+	--bin) BIN=$2; shift ;;
+	--lib) LIB=$2; shift ;;
+	--rdmacm) RDMACM=$2; shift ;;
+	--ref) REF=$2; shift ;;
+	--at) AT=$2; shift ;;
+	--secs) SECS=$2; shift ;;
+	*) sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	esac
+	shift
+done
+[ -x "$BIN" ] && [ -n "$LIB" ] && [ -n "${RXE_IP:-}" ] || { echo "usage: RXE_IP=... $0 --bin PATH --lib PATH" >&2; exit 2; }
+LIB=$(readlink -f "$LIB")
+preloadable "$LIB" || exit 2
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+columns=(kernel ours)
+[ "$REF" = none ] || { preloadable "$REF" && columns+=(rdma-core); }
+
+# run COLUMN: conn_memory under that column's preload; its lines in $out/COLUMN.
+run() {
+	local env=() port=$((7470 + RANDOM % 400)) before
+	case $1 in
+	ours) env=(LD_PRELOAD="$LIB" ${RDMACM:+LD_LIBRARY_PATH="$(dirname "$(readlink -f "$RDMACM")")"}) ;;
+	rdma-core) env=(LD_PRELOAD="$REF") ;;
+	esac
+	before=$(sent_pkts)
+	env "${env[@]}" timeout $((SECS * 4 + 60)) "$BIN" --addr "$RXE_IP" --port $port --at "$AT" \
+		--secs "$SECS" --step-cmd "rdma res show | sed 's/^/kernel /'" >"$out/$1" 2>"$out/$1.err"
+	echo "status $? sent_pkts $(($(sent_pkts) - before))" >>"$out/$1"
+}
+for c in "${columns[@]}"; do run "$c"; done
+
+# per_conn COLUMN N SIDE KIND: KiB a connection at N (above the base), or why not.
+per_conn() {
+	local base now
+	base=$(awk -v k="${3}_${4}_kib" '$1 == "base" { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) print kv[2] } }' "$out/$1")
+	now=$(awk -v n="conns=$2" -v k="${3}_${4}_kib" '$1 == n { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) print kv[2] } }' "$out/$1")
+	if [ -n "$now" ] && [ -n "$base" ]; then
+		awk -v a="$base" -v b="$now" -v n="$2" 'BEGIN { printf "%.0f", (b - a) / n }'
+	else
+		grep -m1 -o '^stuck at [0-9]*' "$out/$1" | tr ' ' _ || echo -
+	fi
+}
+
+printf '%-8s %-10s %12s %12s %12s %12s\n' conns column srv_rss/conn srv_pin/conn cli_rss/conn cli_pin/conn
+for n in ${AT//,/ }; do
+	for c in "${columns[@]}"; do
+		printf '%-8s %-10s %12s %12s %12s %12s\n' "$n" "$c" "$(per_conn "$c" "$n" server rss)" \
+			"$(per_conn "$c" "$n" server pin)" "$(per_conn "$c" "$n" client rss)" "$(per_conn "$c" "$n" client pin)"
+	done
+done
+echo "(KiB per connection above the processes' base; pin: RDMA-registered)"
+for c in "${columns[@]}"; do
+	echo "$c: $(tail -1 "$out/$c"), secs $(awk -F'secs=' 'NF > 1 { s = $2 } END { print s + 0 }' "$out/$c")"
+	[ -s "$out/$c.err" ] && sed 's/^/    /' "$out/$c.err" | head -3
+done
+echo "the kernel's share at each count, all connections open (rdma res show: objects on the device):"
+for c in "${columns[@]}"; do
+	awk -v c="$c" '$1 ~ /^conns=/ { n = $1 } $1 == "kernel" { $1 = ""; print "    " c " " n ":" $0 }' "$out/$c"
+done
