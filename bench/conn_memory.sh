@@ -66,7 +66,10 @@ per_conn() {
 	if [ -n "$now" ] && [ -n "$base" ]; then
 		awk -v a="$base" -v b="$now" -v n="$2" 'BEGIN { printf "%.0f", (b - a) / n }'
 	else
-		grep -m1 -o '^stuck at [0-9]*' "$out/$1" | tr ' ' _ || echo -
+		# A step past its bound says "stuck at N"; a process the outer
+		# timeout ended (status 124) says nothing: "hung".
+		grep -m1 -o '^stuck at [0-9]*' "$out/$1" | tr ' ' _ | grep . ||
+			{ grep -q '^status 124 ' "$out/$1" && echo hung; } || echo -
 	fi
 }
 
