@@ -95,7 +95,7 @@ keep_log build host
 phase_done
 
 wait "$prepare" || { cat "$logs/vm-prepare.out"; false; }
-# The VM tests, in a process group of their own (stopped with it if this
+# The VM tests, in a session (process group) of their own (stopped with it if this
 # script ends early), their output as it comes with "[rxe] " before each line.
 # Fixture setups that the host phase ran already (the package) are not rerun.
 # Two VMs side by side, one virtual CPU each (tests/vm/RxeTests.cmake): two at
@@ -114,7 +114,7 @@ for _ in $(seq 100); do [ -s "$logs/rxe.pgid" ] && break; sleep 0.1; done
 rxe_group=$(cat "$logs/rxe.pgid")
 
 phase asan
-# build_status: what rxe.sanitized waits for (ok or failed).
+# build-asan/.build-status: what rxe.sanitized waits for (ok or failed).
 if lowest scripts/build.sh build-asan -DRDMACM_SANITIZE=ON --target unit_tests unit_device_tests \
 	rdmacm_abi_inline_test rdmacm rxe_tests rxe_1_4_tests rxe_rsocket_tests misuse_table; then
 	echo ok > build-asan/.build-status

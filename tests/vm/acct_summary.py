@@ -2,8 +2,8 @@
 """Where a VM command's CPU went (rxe-vm with RDMACM_VM_PROFILE=1).
 
 Runs inside the guest: `acct_summary.py on FILE` starts the kernel's process
-accounting (acct(2), BSD_PROCESS_ACCT) into FILE, `off` stops it, and
-`sum FILE` prints the CPU of every process that ended, by command name,
+accounting (acct(2), BSD_PROCESS_ACCT) into FILE, and `sum FILE` stops it and
+prints the CPU of every process that ended, by command name,
 heaviest first: under TCG a process start costs 60-150 ms of CPU (/bin/true
 ~60 ms, grep ~150 ms, python3 ~500 ms), so which commands a harness starts
 how often is most of what a VM test costs.
@@ -47,9 +47,8 @@ def main():
         open(sys.argv[2], 'wb').close()
         if libc.acct(sys.argv[2].encode()) != 0:
             print('rxe-vm-profile: acct: errno %d' % ctypes.get_errno())
-    elif what == 'off':
-        libc.acct(None)
     else:
+        libc.acct(None)
         summary(sys.argv[2])
 
 

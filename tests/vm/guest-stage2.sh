@@ -151,7 +151,6 @@ env -i PATH="$PATH" HOME=/root USER=root LOGNAME=root SHELL=/bin/bash TERM=dumb 
 rc=$?
 kill "$watcher" 2>/dev/null
 if [ -n "$PROFILE" ]; then
-	python3 "$PROFILE" off
 	python3 "$PROFILE" sum /tmp/rxe-vm-acct >>"$S/output" 2>&1
 	awk '$1 == "cpu" { printf "rxe-vm-profile: the guest: %d s user, %d s system, %d s idle\n", $2 / 100, ($4 + $7 + $8) / 100, $5 / 100 }' /proc/stat >>"$S/output"
 fi

@@ -43,8 +43,8 @@ done
 [ -n "$BIN" ] && [ -n "$TOOLS" ] && [ -n "$LIB" ] || { echo "usage: host_death.sh server|client --bin DIR --tools DIR --lib PATH" >&2; exit 2; }
 REF=${RDMACM_SYSTEM_LIB:-/usr/lib/x86_64-linux-gnu/librdmacm.so.1}
 OURDIR=$(dirname "$LIB")
-# nap: the waits below sleep without starting a program (a `sleep` costs
-# ~0.2 s of CPU under TCG; this script's loops started 150 of them).
+# nap, wait_line: the waits below poll without starting a program (a `sleep`
+# costs ~0.2 s of CPU under TCG; this script's loops started 150 of them).
 # shellcheck source=../procs.sh
 . "$(dirname "$0")/../procs.sh"
 LOG=/tmp/host_death
@@ -67,7 +67,7 @@ theirs() { env LD_PRELOAD="$REF" "$@"; }
 
 client() {
 	# Not before every server listens.
-	wait_for_line /run/rxe-vm-peer/output '^LISTENING-ALL' 180 || { echo "the server never said LISTENING-ALL"; exit 1; }
+	wait_line /run/rxe-vm-peer/output '^LISTENING-ALL' 180 || { echo "the server never said LISTENING-ALL"; exit 1; }
 	start rping_c_ours ours "$TOOLS/rping" -c -a "$RXE_PEER_IP" -p 7301 -C 0
 	start rping_b_ours ours "$TOOLS/rping" -c -a "$RXE_PEER_IP" -p 7302 -C 0
 	start rping_b_ref /usr/bin/rping -c -a "$RXE_PEER_IP" -p 7303 -C 0
@@ -82,7 +82,7 @@ client() {
 	pkill -STOP -x rping -P "${PID[rping_b_ref]}" 2>/dev/null
 	# Power off once both library checks have their three connections (the
 	# last one, A, only requested: give its request a moment to arrive).
-	wait_for_line "$LOG/pd_ours.log" 'A requested' 120 && wait_for_line "$LOG/pd_ref.log" 'A requested' 60 ||
+	wait_line "$LOG/pd_ours.log" 'A requested' 120 && wait_line "$LOG/pd_ref.log" 'A requested' 60 ||
 		{ echo "the library checks did not connect"; tail -n 20 "$LOG"/*.log; exit 1; }
 	nap 2
 	echo "client: powering off (host death)"
@@ -100,14 +100,6 @@ client() {
 	sleep 60
 }
 
-# has_line FILE REGEX / wait_for_line FILE REGEX SECONDS: bash builtins only
-# (under TCG every fork costs a good part of a second).
-has_line() {
-	local l
-	[ -f "$1" ] || return 1
-	while IFS= read -r l; do [[ $l =~ $2 ]] && return 0; done < "$1"
-	return 1
-}
 # death_of LOG: DEATH := the epoch seconds of LOG's "DIE <label> at <t> ..." line.
 death_of() {
 	local l
@@ -115,14 +107,6 @@ death_of() {
 	while IFS= read -r l; do
 		if [[ $l =~ ^DIE\ [a-z]+\ at\ ([0-9.]+) ]]; then DEATH=${BASH_REMATCH[1]}; fi
 	done < "$1"
-}
-wait_for_line() {
-	local end=$((SECONDS + $3))
-	while ((SECONDS < end)); do
-		has_line "$1" "$2" && return 0
-		nap 0.3
-	done
-	has_line "$1" "$2"
 }
 
 # report NAME WHO EXPECT: a TABLE line for NAME; EXPECT is "fail-within S"
@@ -166,7 +150,7 @@ server() {
 		nap 0.3
 	done
 	echo "LISTENING-ALL ($n listeners)"
-	if ! wait_for_line "$LOG/pd_ours.log" '^DIE' 200 || ! wait_for_line "$LOG/pd_ref.log" '^DIE' 60; then
+	if ! wait_line "$LOG/pd_ours.log" '^DIE' 200 || ! wait_line "$LOG/pd_ref.log" '^DIE' 60; then
 		echo "FAIL: the peer_death servers did not get their connections"
 		tail -n 20 "$LOG"/*.log
 		exit 1
