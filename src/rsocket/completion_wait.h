@@ -92,13 +92,6 @@ class CompletionWait {
   // the caller. Whether test() held.
   bool wait_ms(Test test, int ms) { return wait_loop(test, false, ms) == 0; }
 
-  // One look, never sleeping (rpoll's and repoll's).
-  void reap_now() EXCLUDES(cq_mutex_) {
-    S& s = self();
-    LockGuard lock(s.cq_mutex_);
-    s.reap();
-  }
-
   // Arms the CQs for a caller that sleeps on their channel itself (rpoll).
   void arm_for_poll() EXCLUDES(cq_mutex_) {
     S& s = self();

@@ -154,8 +154,8 @@ short DatagramSocket::poll_state(short events) {
     // socket is writable before its first send).
     return static_cast<short>(events & POLLOUT);
   }
-  reap_now();
   LockGuard lock(cq_mutex_);
+  reap();
   short revents = 0;
   if ((events & POLLIN) && have_data()) revents |= POLLIN;
   if ((events & POLLOUT) && can_send()) revents |= POLLOUT;

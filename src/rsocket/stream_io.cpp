@@ -195,10 +195,15 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
 short StreamSocket::poll_state(short events) {
   int state = state_;
   if ((state & kConnected) || state == kDisconnected || (state & kError)) {
-    reap_now();
     short revents = 0;
     {
+      // One hold for the look and the verdict: the connection service marks
+      // a peer's disconnect under this lock, and the completions of the data
+      // before it are in the CQ by then. Let go in between, a disconnect
+      // taken there said POLLHUP over data still unreaped (rstream -T a on
+      // siw exited with its last reply unread).
       LockGuard lock(cq_mutex_);
+      reap();
       if ((events & POLLIN) && conn_have_data()) revents |= POLLIN;
       if ((events & POLLOUT) && can_send()) revents |= POLLOUT;
       if ((events & POLLRDHUP) && !(state_ & kReadable)) revents |= POLLRDHUP;  // peer shut writing
