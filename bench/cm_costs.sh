@@ -4,9 +4,9 @@
 # commands per connection (cm_syscalls.sh), ids at scale (id_scale.sh), one
 # after the other. The README's performance table comes from this command
 # without --quick; --quick (small counts, one round) only keeps it working;
-# --smoke (bench.smoke; no figures) runs each part once per library: one
-# callgrind and one strace run of 2 connections (no start-up run: --small 0),
-# 10 ids.
+# --smoke (bench.smoke; no figures) runs each part once: one callgrind and one
+# strace run of 2 connections on ours (no start-up run: --small 0, no
+# rdma-core column: --ours-only), 10 ids on each library.
 #
 #   bench/cm_costs.sh [--lib PATH] [--bin PATH/id_scale] [--quick | --smoke]
 #
@@ -28,9 +28,9 @@ while [ $# -gt 0 ]; do
 	shift
 done
 if [ -n "$SMOKE" ]; then
-	"$HERE/cm_instructions.sh" --lib "$LIB" --small 0 --large 2 --top 3
+	"$HERE/cm_instructions.sh" --lib "$LIB" --small 0 --large 2 --top 3 --ours-only
 	echo
-	"$HERE/cm_syscalls.sh" --lib "$LIB" --small 0 --large 2
+	"$HERE/cm_syscalls.sh" --lib "$LIB" --small 0 --large 2 --ours-only
 	echo
 	"$HERE/id_scale.sh" --lib "$LIB" --bin "$BIN" --counts 10 --rounds 1
 elif [ -n "$QUICK" ]; then

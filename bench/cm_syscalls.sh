@@ -7,10 +7,10 @@
 # commands among the writes, by name. Counts, not seconds: repeatable (but for
 # cmtime's own sched_yield loop, shown apart).
 #
-#   bench/cm_syscalls.sh [--lib PATH] [--small N] [--large N]
+#   bench/cm_syscalls.sh [--lib PATH] [--small N] [--large N] [--ours-only]
 #
 # --small 0 makes no start-up run (the figures then include start-up: only
-# for bench.smoke).
+# for bench.smoke). --ours-only traces only ours (rdma-core's column reads 0).
 #
 # Run it where there is an RDMA device, e.g. in the Soft-RoCE VM:
 #   tests/vm/rxe-vm auto -- bench/cm_syscalls.sh --lib build/src/librdmacm.so.1
@@ -19,12 +19,13 @@ set -euo pipefail
 . "$(dirname "$0")/cmtime_pair.sh"
 LIB=$(dirname "$0")/../build/src/librdmacm.so.1
 SYSLIB=/usr/lib/x86_64-linux-gnu/librdmacm.so.1
-SMALL=20 LARGE=60
+SMALL=20 LARGE=60 NAMES='rdma-core ours'
 while [ $# -gt 0 ]; do
 	case $1 in
 	--lib) LIB=$2; shift ;;
 	--small) SMALL=$2; shift ;;
 	--large) LARGE=$2; shift ;;
+	--ours-only) NAMES=ours ;;
 	*) sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 	shift
@@ -63,7 +64,8 @@ trace() {
 	sed -E 's/.*write\([0-9]+, "\\x([0-9a-f]{2}).*/\1/' "$out/$name.$n.cmw" | sort | uniq -c | awk '{ print $2, $1 }' >"$out/$name.$n.ucma"
 }
 
-for name in rdma-core ours; do
+for f in calls ucma; do : >"$out/rdma-core.$SMALL.$f"; : >"$out/rdma-core.$LARGE.$f"; done  # (--ours-only)
+for name in $NAMES; do
 	preload=$SYSLIB
 	[ $name = ours ] && preload=$LIB
 	trace $name "$preload" "$SMALL"

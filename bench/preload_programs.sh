@@ -15,8 +15,9 @@
 #                  /usr/lib/x86_64-linux-gnu/rsocket/librspreload.so; with
 #                  rdma-core 44 none of these programs works through it)
 #   --runs R       runs per column (default 3); --secs S: iperf3 and sockperf seconds (default 3)
-#   --smoke        one run of each program, as short as it goes (bench.smoke;
-#                  no figures): --runs 1 --secs 1, redis-benchmark -c 5 -n 100
+#   --smoke        one run of each program through ours, as short as it goes
+#                  (bench.smoke; no figures, no kernel TCP column): --runs 1
+#                  --secs 1, redis-benchmark -c 5 -n 100
 #
 #   iperf3 -t S                       receiver's Mbit/s
 #   sockperf pp --tcp -m 64 -t S      round-trip latency, median and mean (us)
@@ -41,7 +42,7 @@ HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
 # preloadable start client record fails median_of ratio stop_proc
 # shellcheck source=bench/common.sh
 . "$HERE/common.sh"
-LIB='' RDMACM='' REF='' RUNS=3 SECS=3 REQS=10000 CONNS=50
+LIB='' RDMACM='' REF='' RUNS=3 SECS=3 REQS=10000 CONNS=50 COLS=(tcp ours)
 while [ $# -gt 0 ]; do
 	case $1 in
 	--lib) LIB=$2; shift ;;
@@ -49,7 +50,7 @@ while [ $# -gt 0 ]; do
 	--ref) REF=$2; shift ;;
 	--runs) RUNS=$2; shift ;;
 	--secs) SECS=$2; shift ;;
-	--smoke) RUNS=1 SECS=1 REQS=100 CONNS=5 ;;
+	--smoke) RUNS=1 SECS=1 REQS=100 CONNS=5 COLS=(ours) ;;
 	*) sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 	shift
@@ -60,7 +61,6 @@ IP=${RXE_IP:?RXE_IP: the RDMA device address (set in the Soft-RoCE VM)}
 for p in iperf3 sockperf redis-server redis-benchmark; do
 	command -v "$p" >/dev/null || { echo "$p is missing (scripts/deps.sh installs it)" >&2; exit 1; }
 done
-COLS=(tcp ours)
 [ -z "$REF" ] || COLS+=(ref)
 out=$(mktemp -d)
 trap 'for p in $(jobs -p); do stop_proc "$p"; done; rm -rf "$out"' EXIT
