@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # rxe-vm's host packages: installs whichever of PACKAGES (and, for --siw,
-# SIW_PACKAGES) is missing. Sourced by rxe-vm (uses its msg, die, SIW, TMPBASE).
+# SIW_PACKAGES) is missing; apt-cache and apt-get download for the kernel's
+# packages. Sourced by rxe-vm (uses its msg, die, SIW, TMPBASE).
 
 APT_UPDATED=0
 apt_update_once() {
@@ -32,4 +33,16 @@ ensure_packages() {
 		fi
 	fi
 	rm -f "$log"
+}
+
+# The candidate version of package $1 (apt-cache: about a second here).
+pkg_version() {
+	apt-cache show --no-all-versions "$1" 2>/dev/null | awk '/^Version:/ { print $2; exit }'
+}
+
+# apt-get download into directory $1 of the packages $2...
+apt_download() {
+	local dir=$1
+	shift
+	(cd "$dir" && apt-get download -qq -o APT::Sandbox::User=root "$@" >&2)
 }

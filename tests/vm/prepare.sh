@@ -16,7 +16,7 @@ kernel_candidate() {
 	fi
 	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
 	[ -n "$pkg" ] || return 1
-	ver=$(apt-cache show --no-all-versions "$pkg" 2>/dev/null | awk '/^Version:/ { print $2; exit }')
+	ver=$(pkg_version "$pkg")
 	[ -n "$ver" ] || return 1
 	printf '%s\n%s %s\n' "$stamp" "$pkg" "$ver" > "$memo.$$"
 	mv "$memo.$$" "$memo"

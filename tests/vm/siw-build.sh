@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# rxe-vm --siw: siw.ko built out of tree, once per kernel. Sourced by rxe-vm.
+# rxe-vm --siw: siw.ko built out of tree, once per kernel. Sourced by rxe-vm
+# (uses copy_modules of vm-image.sh).
 
 # Soft-iWARP for --siw. Debian builds its kernel without siw (CONFIG_RDMA_SIW is
 # not set), so siw.ko is built out of tree from the same kernel's own source
@@ -11,24 +12,24 @@
 # there over the host root. It lives in the kernel's cache directory, so a
 # new kernel version drops it and the next --siw run builds it again.
 build_siw() {
-	local pkg=$1 ver=$2 kdir=$3 kver xy tmp hdr deps src m f t0 t1 t2 t3
+	local pkg=$1 ver=$2 kdir=$3 kver xy tmp hdr deps src f t0 t1 t2 t3
 	t0=$(now)
 	kver=$(cat "$kdir/kernel-release")
 	[ -n "$pkg" ] || pkg=linux-image-$kver
 	xy=$(echo "$kver" | cut -d. -f1,2)
 	if [ -z "$ver" ] || [ "$ver" = any ]; then
-		ver=$(apt-cache show --no-all-versions "$pkg" 2>/dev/null | awk '/^Version:/ { print $2; exit }')
+		ver=$(pkg_version "$pkg")
 		[ -n "$ver" ] || die "siw: no version of $pkg known to apt-cache"
 	fi
 	tmp=$(mktemp -d "$CACHE/.siw.XXXXXX")
 	msg "siw: fetching $pkg, linux-headers-$kver, linux-source-$xy ($ver)"
-	(cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root "$pkg=$ver" \
-		"linux-headers-$kver=$ver" "linux-source-$xy=$ver" >&2) || { rm -rf "$tmp"; die "siw: apt-get download failed"; }
+	apt_download "$tmp" "$pkg=$ver" "linux-headers-$kver=$ver" "linux-source-$xy=$ver" ||
+		{ rm -rf "$tmp"; die "siw: apt-get download failed"; }
 	hdr=$(ls "$tmp"/linux-headers-"$kver"_*.deb)
 	# The headers' own dependencies: linux-headers-<abi>-common and linux-kbuild-X.Y.
 	deps=$(dpkg-deb -f "$hdr" Depends | tr ',' '\n' | awk '$1 ~ /^linux-(headers-.*-common|kbuild-)/ { print $1 "=" v }' v="$ver")
 	# shellcheck disable=SC2086
-	(cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root $deps >&2) || { rm -rf "$tmp"; die "siw: apt-get download $deps failed"; }
+	apt_download "$tmp" $deps || { rm -rf "$tmp"; die "siw: apt-get download $deps failed"; }
 	t1=$(since "$t0")
 	for f in "$tmp"/*.deb; do
 		case $f in */linux-source-*) ;; *) dpkg-deb -x "$f" "$tmp/root" ;; esac
@@ -51,19 +52,9 @@ build_siw() {
 	mkdir -p "$tmp/root/lib/modules/$kver/extra" "$tmp/out"
 	strip --strip-debug -o "$tmp/root/lib/modules/$kver/extra/siw.ko" "$tmp/linux-source-$xy/$src/siw.ko"
 	depmod -b "$tmp/root" "$kver"
-	modprobe -d "$tmp/root" -S "$kver" --show-depends -a crc32c_generic siw |
-		awk '$1 == "insmod" && !seen[$2]++ { print $2 }' > "$tmp/paths"
-	while read -r f; do
-		m=$(basename "$f"); m=${m%.xz}; m=${m%.zst}; m=${m%.gz}
-		# The initramfs has loaded these already; crc32c_generic serves
-		# for crc32c (crc32c-intel, the other provider, wants SSE4.2).
-		grep -qx "$m" "$kdir/modules/order" && continue
-		[ "$m" = crc32c-intel.ko ] && continue
-		case $f in
-		*.xz) xz -dc "$f" ;; *.zst) zstd -dc "$f" ;; *.gz) gzip -dc "$f" ;; *) cat "$f" ;;
-		esac > "$tmp/out/$m"
-		echo "$m" >> "$tmp/out/order"
-	done < "$tmp/paths"
+	# Not those the initramfs has loaded already; crc32c_generic serves for
+	# crc32c (crc32c-intel, the other provider, wants SSE4.2).
+	copy_modules "$tmp/root" "$kver" "$tmp/out" "$(cat "$kdir/modules/order") crc32c-intel.ko" crc32c_generic siw
 	grep -qx siw.ko "$tmp/out/order" 2>/dev/null || { rm -rf "$tmp"; die "siw: siw.ko is not in its own load order"; }
 	rm -rf "$kdir/siw"
 	mv "$tmp/out" "$kdir/siw"

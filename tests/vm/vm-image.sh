@@ -20,10 +20,10 @@ extract_vmlinux() {
 
 # Downloads the kernel package and keeps vmlinuz plus the modules we need, in load order.
 build_kernel_dir() {
-	local pkg=$1 dir=$2 tmp kver m f
+	local pkg=$1 dir=$2 tmp kver
 	tmp=$(mktemp -d "$CACHE/.build.XXXXXX")
 	msg "fetching $pkg"
-	(cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root "$pkg" >&2) || { rm -rf "$tmp"; die "apt-get download $pkg failed"; }
+	apt_download "$tmp" "$pkg" || { rm -rf "$tmp"; die "apt-get download $pkg failed"; }
 	dpkg-deb -x "$tmp"/*.deb "$tmp/root"
 	kver=$(ls "$tmp/root/lib/modules")
 	depmod -b "$tmp/root" "$kver"
@@ -33,21 +33,31 @@ build_kernel_dir() {
 		extract_vmlinux "$tmp/out/vmlinuz" "$tmp/out/vmlinux" || rm -f "$tmp/out/vmlinux"
 	fi
 	# shellcheck disable=SC2086
-	modprobe -d "$tmp/root" -S "$kver" --show-depends -a $MODULES |
-		awk '$1 == "insmod" && !seen[$2]++ { print $2 }' > "$tmp/paths"
-	while read -r f; do
-		m=$(basename "$f"); m=${m%.xz}; m=${m%.zst}; m=${m%.gz}
-		case $f in
-		*.xz) xz -dc "$f" ;; *.zst) zstd -dc "$f" ;; *.gz) gzip -dc "$f" ;; *) cat "$f" ;;
-		esac > "$tmp/out/modules/$m"
-		echo "$m" >> "$tmp/out/modules/order"
-	done < "$tmp/paths"
+	copy_modules "$tmp/root" "$kver" "$tmp/out/modules" "" $MODULES
 	[ -s "$tmp/out/modules/order" ] || die "no modules found in $pkg"
 	echo "$MODULES" > "$tmp/out/modules/wanted"
 	echo "$kver" > "$tmp/out/kernel-release"
 	rm -rf "$dir"
 	mv "$tmp/out" "$dir"
 	rm -rf "$tmp"
+}
+
+# copy_modules ROOT KVER DIR SKIP MODULE...: the MODULEs of kernel KVER in the
+# tree ROOT and the modules they need, decompressed into DIR and named in load
+# order in DIR/order, except those named in the list SKIP.
+copy_modules() {
+	local root=$1 kver=$2 dir=$3 skip=" ${4//$'\n'/ } " f m
+	shift 4
+	modprobe -d "$root" -S "$kver" --show-depends -a "$@" |
+		awk '$1 == "insmod" && !seen[$2]++ { print $2 }' > "$root.paths"
+	while read -r f; do
+		m=$(basename "$f"); m=${m%.xz}; m=${m%.zst}; m=${m%.gz}
+		[[ $skip == *" $m "* ]] && continue
+		case $f in
+		*.xz) xz -dc "$f" ;; *.zst) zstd -dc "$f" ;; *.gz) gzip -dc "$f" ;; *) cat "$f" ;;
+		esac > "$dir/$m"
+		echo "$m" >> "$dir/order"
+	done < "$root.paths"
 }
 
 build_initrd() {
