@@ -41,23 +41,17 @@ load_siw() {
 	local m
 	[ -s "$SIW_MODULES/order" ] || { echo "no siw modules in '$SIW_MODULES'"; return 1; }
 	while read -r m; do
-		[ -d "/sys/module/${m%.ko}" ] && continue
-		insmod "$SIW_MODULES/$m" || { echo "insmod $SIW_MODULES/$m failed"; return 1; }
+		[ -d "/sys/module/${m%.ko}" ] || insmod "$SIW_MODULES/$m" || { echo "insmod $SIW_MODULES/$m failed"; return 1; }
 	done < "$SIW_MODULES/order"
 }
 
 # Each step says what went wrong (set -e does not work inside an `if`).
 setup() {
 	# eth0 is already configured by /init.
-	if [ "$RXE_TRANSPORT" = siw ]; then
-		load_siw || return 1
-		rdma link add siw0 type siw netdev eth0 || { echo "rdma link add siw0 failed"; return 1; }
-		wait_for 100 port_active || { echo "siw0 port 1 is not ACTIVE"; cat /sys/class/infiniband/siw0/ports/1/state; return 1; }
-	else
-		rdma link add rxe0 type rxe netdev eth0 || { echo "rdma link add rxe0 failed"; return 1; }
-		wait_for 100 port_active || { echo "rxe0 port 1 is not ACTIVE"; cat /sys/class/infiniband/rxe0/ports/1/state; return 1; }
-		wait_for 100 gid_has_ip || { echo "rxe0 has no GID for $RXE_IP"; return 1; }
-	fi
+	[ "$RXE_TRANSPORT" != siw ] || load_siw || return 1
+	rdma link add "$DEV" type "$RXE_TRANSPORT" netdev eth0 || { echo "rdma link add $DEV failed"; return 1; }
+	wait_for 100 port_active || { echo "$DEV port 1 is not ACTIVE"; cat "/sys/class/infiniband/$DEV/ports/1/state"; return 1; }
+	[ "$RXE_TRANSPORT" = siw ] || wait_for 100 gid_has_ip || { echo "rxe0 has no GID for $RXE_IP"; return 1; }
 	test -c /dev/infiniband/rdma_cm || { echo "no /dev/infiniband/rdma_cm"; return 1; }
 	test -r /sys/class/misc/rdma_cm/abi_version || { echo "no /sys/class/misc/rdma_cm/abi_version"; return 1; }
 	ibv_devices | grep -qw "$DEV" || { echo "ibv_devices does not list $DEV"; ibv_devices; return 1; }
@@ -75,7 +69,7 @@ setup() {
 # kernel log, then (slow under TCG: ~10 s each) gdb backtraces of the processes
 # that are not shells, if gdb is installed. Written progressively.
 dump_state() {
-	local t pid n st wchan comm max=0
+	local t pid n st wchan comm max=0 gdbs=()
 	# Processes that exist now, not the ones this dump starts (or itself).
 	for pid in /proc/[0-9]*; do ((${pid#/proc/} > max)) && max=${pid#/proc/}; done
 	echo "=== tasks at the timeout: pid/tid state wchan comm (kernel stacks of non-shells)"
@@ -89,17 +83,14 @@ dump_state() {
 		read -r comm < "$t/comm" || true
 		echo "$n/${t##*/} ${st%% *} $wchan $comm"
 		is_shell "$comm" || sed 's/^/    /' "$t/stack" 2>/dev/null
+		[ "${t##*/}" = "$n" ] && ! is_shell "$comm" && gdbs+=("$n") # for gdb, below
 	done
 	echo "=== kernel log since /init"
 	dmesg | sed '1,/Run \/init/d' | grep -v 'speed is unknown' | tail -n 30
 	command -v gdb >/dev/null || return 0
-	for pid in /proc/[0-9]*; do
-		n=${pid#/proc/}
-		((n <= max && n != BASHPID)) && [ -e "$pid/exe" ] || continue
-		comm=''
-		read -r comm < "$pid/comm" || true
-		is_shell "$comm" && continue
-		echo "=== gdb: $n $(tr '\0' ' ' < "$pid/cmdline")"
+	for n in "${gdbs[@]}"; do
+		[ -e "/proc/$n/exe" ] || continue
+		echo "=== gdb: $n $(tr '\0' ' ' < "/proc/$n/cmdline")"
 		timeout 20 gdb -p "$n" -batch -nx -ex 'thread apply all bt' 2>&1 | grep -E '^(Thread|#)'
 	done
 }
@@ -109,7 +100,7 @@ is_shell() { case $1 in init | bash | sh | dash | sleep | busybox | timeout | ca
 # stops the VM on a timeout.
 # Looks once a second without starting a program (under TCG each `sleep`
 # costs ~60 ms of CPU: 9% of a VM test's when this looked twice a second):
-# bash's read timing out on a FIFO that nobody writes.
+# bash's read timing out on a FIFO that nobody writes (procs.sh's nap too).
 watch_for_dump_request() {
 	local f=/tmp/rxe-vm-watch.$$ fd
 	mkfifo "$f" && exec {fd}<>"$f" && rm -f "$f" || fd=''
@@ -128,8 +119,7 @@ if ! (setup) > "$S/setup.log" 2>&1; then
 fi
 : > "$S/started"
 log "$DEV is up ($RXE_IP); running the command"
-watch_for_dump_request &
-watcher=$!
+watch_for_dump_request & watcher=$!
 # siw counts the memory a process registers against RLIMIT_MEMLOCK, even
 # root's (rxe does not): 8 MiB by default, too little for e.g. fi_pingpong.
 [ "$RXE_TRANSPORT" = siw ] && ulimit -l unlimited
