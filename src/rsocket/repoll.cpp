@@ -136,6 +136,7 @@ class EpollSet final : public File {
   bool news(Member& m, uint32_t ready) REQUIRES(mutex_);
   void queue(int fd, Member& m) REQUIRES(mutex_);
   void queue_all() REQUIRES(mutex_);
+  void queue_changed() REQUIRES(mutex_);
   void update_pending() REQUIRES(mutex_);
   int sleep_ms(int timeout, uint64_t start) REQUIRES(mutex_);
 
@@ -147,6 +148,8 @@ class EpollSet final : public File {
                                               // may also have stale entries from before a DEL)
   uint64_t round_ GUARDED_BY(mutex_) = 0;     // check() calls, so that one reports an fd once
   unsigned sockets_ GUARDED_BY(mutex_) = 0;   // rsocket members
+  uint64_t changes_seen_ = 0;  // the state-change log's cursor (under mutex_ once made)
+  std::vector<int> changed_ GUARDED_BY(mutex_);  // queue_changed's, kept for its capacity
   SpinBudget spin_;  // how long a wait looks before it sleeps, with rsockets in the set
   uint32_t next_gen_ GUARDED_BY(mutex_) = 0;
   int pending_fd_ = -1;  // an eventfd in the set, readable while check_ is not empty
@@ -157,7 +160,7 @@ EpollSet* EpollSet::create(int flags, int* err) {
   auto* set = new EpollSet;
   set->fd_ = kernel_epoll(flags);
   set->pending_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  int bell_fd = state_change_subscribe();
+  int bell_fd = state_change_subscribe(&set->changes_seen_);
   epoll_event pending{EPOLLIN, {.u64 = kPendingTag}};
   epoll_event bell{EPOLLIN | EPOLLET, {.u64 = kStateChangeTag}};
   if (bell_fd < 0) {
@@ -278,6 +281,17 @@ void EpollSet::queue_all() {
     if (m.socket) queue(fd, m);
 }
 
+// The rsockets whose state changed since the last bell (or all of them, if
+// more changed than the log keeps).
+void EpollSet::queue_changed() {
+  changed_.clear();
+  if (!state_changes_since(&changes_seen_, &changed_)) return queue_all();
+  for (int fd : changed_) {
+    auto it = members_.find(fd);
+    if (it != members_.end() && it->second.socket) queue(fd, it->second);
+  }
+}
+
 // The pending eventfd is readable exactly while some rsocket waits for a
 // look, so the kernel fd polls readable then (nesting) and waiters wake.
 void EpollSet::update_pending() {
@@ -330,7 +344,7 @@ int EpollSet::take_kernel(const epoll_event* kev, int n, epoll_event* out) {
     uint64_t t = kev[i].data.u64;
     if (t == kPendingTag) continue;  // update_pending's business
     if (t == kStateChangeTag) {  // reported as one if it made something new
-      queue_all();
+      queue_changed();
       continue;
     }
     auto it = members_.find(static_cast<int>(static_cast<uint32_t>(t)));

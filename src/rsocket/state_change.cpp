@@ -21,6 +21,9 @@ namespace rdmacm::rsocket {
 namespace {
 
 Mutex mutex;  // a leaf
+// The last kStateChangeLog announcements' fds, announced counting them all.
+int changed[kStateChangeLog] GUARDED_BY(mutex);
+uint64_t announced GUARDED_BY(mutex) = 0;
 unsigned sleepers GUARDED_BY(mutex) = 0;
 bool suspended GUARDED_BY(mutex) = false;  // a round of wake-ups is going on
 std::atomic<int> subscribers{0};
@@ -62,18 +65,30 @@ void empty() {
 
 }  // namespace
 
-void announce_state_change() {
+void announce_state_change(int fd) {
   if (broadcast_fd() < 0) return;
   LockGuard lock(mutex);
+  changed[announced++ % kStateChangeLog] = fd;
   bool write = subscribers.load(std::memory_order_acquire) > 0;
   if (sleepers && !suspended) suspended = write = true;
   if (write) ring();
 }
 
-int state_change_subscribe() {
+int state_change_subscribe(uint64_t* cursor) {
   int fd = broadcast_fd();
   if (fd >= 0) subscribers.fetch_add(1, std::memory_order_acq_rel);
+  LockGuard lock(mutex);
+  *cursor = announced;
   return fd;
+}
+
+bool state_changes_since(uint64_t* cursor, std::vector<int>* fds) {
+  LockGuard lock(mutex);
+  uint64_t from = *cursor;
+  *cursor = announced;
+  if (announced - from > kStateChangeLog) return false;
+  for (uint64_t i = from; i != announced; ++i) fds->push_back(changed[i % kStateChangeLog]);
+  return true;
 }
 
 void state_change_unsubscribe() { subscribers.fetch_sub(1, std::memory_order_acq_rel); }

@@ -7,16 +7,30 @@
 // it.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
 namespace rdmacm::rsocket {
 
-// The one call for whoever changed a socket's state. Takes only the
-// broadcast's own lock, never held with another: callable under any.
-void announce_state_change();
+// The one call for whoever changed a socket's state: fd is the socket's.
+// Takes only the broadcast's own lock, never held with another: callable
+// under any.
+void announce_state_change(int fd);
 
 // A repoll set's hold on the broadcast: its fd (-errno if none could be
 // made), to register edge-triggered; announcements ring it while held.
-int state_change_subscribe();
+// *cursor: where the set starts reading which sockets changed.
+int state_change_subscribe(uint64_t* cursor);
 void state_change_unsubscribe();
+
+// Which sockets changed since *cursor (appended to fds, *cursor moved on), so
+// that a set looks at those and not at all of its own (4,096 connections
+// accepted or closed would cost 4,096 looks each). false when the log no
+// longer reaches back to *cursor (more announcements than it keeps): look
+// at every socket.
+constexpr size_t kStateChangeLog = 1024;
+bool state_changes_since(uint64_t* cursor, std::vector<int>* fds);
 
 // rpoll's sleepers. sleep_begin: the fd to poll beside the sockets' own, or
 // -EAGAIN while a round of wake-ups is still going (re-check, then try

@@ -382,7 +382,7 @@ int StreamSocket::shutdown(int how) {
     // which the peer's rsocket never sees) completes there and wakes it.
     // When no control slot is free, the completion of one in flight will.
     if (wake_reader) send_keepalive();
-    announce_state_change();  // rpoll and repoll sleepers look again
+    announce_state_change(fd());  // rpoll and repoll sleepers look again
   }
   if (!err && (state_ & kConnected) && !wait_sends_done(kShutdownWaitMs)) err = -ETIMEDOUT;
   if (state_ & kDisconnected) {
@@ -417,7 +417,7 @@ int StreamSocket::stop_listening() {
     ::close(accept_queue_[1]);
     accept_queue_[1] = -1;
   }
-  announce_state_change();  // rpoll and repoll sleepers look again
+  announce_state_change(fd());  // rpoll and repoll sleepers look again
   return 0;
 }
 
@@ -534,7 +534,7 @@ void StreamSocket::handle_cm_event() {
     }
     core::flush_qp(id_);
   }
-  if (!(state_ & kOpening)) announce_state_change();
+  if (!(state_ & kOpening)) announce_state_change(fd());
 }
 
 }  // namespace rdmacm::rsocket

@@ -147,17 +147,18 @@ TEST(StateChange, OneBroadcastForSleepersAndSets) {
   ASSERT_GE(a, 0);
   sleep_end(false);  // the last one out: empty
   EXPECT_FALSE(readable(a));
-  announce_state_change();  // nobody listens: nothing written
+  announce_state_change(3);  // nobody listens: nothing written
   EXPECT_FALSE(readable(a));
 
-  int fd = state_change_subscribe();  // a set
+  uint64_t cursor;
+  int fd = state_change_subscribe(&cursor);  // a set
   ASSERT_EQ(fd, a);
-  announce_state_change();
+  announce_state_change(3);
   EXPECT_TRUE(readable(fd));
 
   EXPECT_EQ(sleep_begin(), fd);
   EXPECT_EQ(sleep_begin(), fd);
-  announce_state_change();                // a round of wake-ups begins
+  announce_state_change(3);               // a round of wake-ups begins
   EXPECT_EQ(sleep_begin(), -EAGAIN);      // re-check first
   sleep_end(true);
   EXPECT_TRUE(readable(fd));              // the other sleeper has yet to wake
@@ -166,6 +167,43 @@ TEST(StateChange, OneBroadcastForSleepersAndSets) {
   EXPECT_EQ(sleep_begin(), fd);
   sleep_end(false);
   state_change_unsubscribe();
+}
+
+// A set reads which sockets changed since it last looked, so that it looks
+// at those only; a set that fell further behind than the log keeps is told
+// so (it then looks at all of its sockets).
+TEST(StateChange, ASetReadsWhichSocketsChanged) {
+  using namespace rdmacm::rsocket;
+  uint64_t cursor, late;
+  ASSERT_GE(state_change_subscribe(&cursor), 0);
+  ASSERT_GE(state_change_subscribe(&late), 0);
+  std::vector<int> fds;
+  EXPECT_TRUE(state_changes_since(&cursor, &fds));
+  EXPECT_TRUE(fds.empty());
+  announce_state_change(7);
+  announce_state_change(9);
+  announce_state_change(7);
+  EXPECT_TRUE(state_changes_since(&cursor, &fds));
+  EXPECT_EQ(fds, (std::vector<int>{7, 9, 7}));
+  fds.clear();
+  EXPECT_TRUE(state_changes_since(&cursor, &fds));  // read: nothing new
+  EXPECT_TRUE(fds.empty());
+  for (size_t i = 0; i < kStateChangeLog - 3; ++i) announce_state_change(11);
+  fds.clear();
+  EXPECT_TRUE(state_changes_since(&late, &fds));  // exactly what the log keeps
+  EXPECT_EQ(fds.size(), kStateChangeLog);
+  EXPECT_EQ(fds.front(), 7);
+  for (size_t i = 0; i <= kStateChangeLog; ++i) announce_state_change(12);
+  fds.clear();
+  EXPECT_FALSE(state_changes_since(&cursor, &fds));  // one more than it keeps
+  EXPECT_TRUE(fds.empty());
+  EXPECT_TRUE(state_changes_since(&cursor, &fds));  // caught up
+  EXPECT_TRUE(fds.empty());
+  state_change_unsubscribe();
+  state_change_unsubscribe();
+  int a = sleep_begin();  // as the test above: leave the fd empty
+  ASSERT_GE(a, 0);
+  sleep_end(false);
 }
 
 TEST_F(RepollTest, LevelTriggeredReportsWhileReadyWithTheDataUntouched) {
