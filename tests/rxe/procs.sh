@@ -112,6 +112,17 @@ wait_line() {
 	done
 }
 
+# wait_for SECONDS CMD...: 0 once CMD succeeds (tried every POLL seconds,
+# 0.1 unless set), 1 if it did not within SECONDS.
+wait_for() {
+	local end=$((${EPOCHREALTIME/./} + $1 * 1000000))
+	shift
+	until "$@"; do
+		((${EPOCHREALTIME/./} < end)) || return 1
+		nap "${POLL:-0.1}"
+	done
+}
+
 # wait_exit PID SECONDS: 0 once PID has exited (its status in WAIT_RC), 1 if still running.
 # shellcheck disable=SC2034 # WAIT_RC is read by the callers
 wait_exit() {
