@@ -3,7 +3,7 @@
 # One VM's failure cases, on our library and on rdma-core's (LD_PRELOAD), in
 # one boot (tests/rxe/failures/local_failures.cpp does the RDMA side):
 #
-#   local.sh --bin DIR --lib PATH [--libs ours,ref]
+#   local.sh --bin DIR --lib PATH [--libs ours,ref]   (ours: ours, ref: rdma-core's)
 #
 # For each library:
 #   unreachable  rdma_resolve_addr to an address on eth0's subnet that nobody
@@ -28,85 +28,52 @@
 #                back before the next library.
 # Output: the programs' lines, "TABLE ..." summaries, "=== local: N failed".
 set -u
-BIN='' LIB='' LIBS=ours,ref
-while [ $# -gt 0 ]; do
-	case $1 in
-	--bin) BIN=$2; shift ;;
-	--lib) LIB=$2; shift ;;
-	--libs) LIBS=$2; shift ;;
-	*) echo "local.sh: unknown argument $1" >&2; exit 2 ;;
-	esac
-	shift
-done
-[ -n "$BIN" ] && [ -n "$LIB" ] || { echo "usage: local.sh --bin DIR --lib PATH" >&2; exit 2; }
-REF=${RDMACM_SYSTEM_LIB:-/usr/lib/x86_64-linux-gnu/librdmacm.so.1}
-OURDIR=$(dirname "$LIB")
+BIN='' LIB='' LIBS=ours,ref OPTS='bin lib libs'
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
 NETDEV=${RXE_NETDEV:-eth0}
 LOG=/tmp/local_failures
 mkdir -p "$LOG"
-failed=0
-fail() { echo "FAIL ($WHO): $*"; failed=$((failed + 1)); }
-P=$BIN/local_failures
-
-run() { # run the program on library $WHO
-	if [ "$WHO" = ours ]; then env LD_LIBRARY_PATH="$OURDIR" timeout 120 "$P" "$@"
-	else env LD_PRELOAD="$REF" timeout 120 "$P" "$@"; fi
-}
-# wait_line, nap: polling without starting programs (each costs a few tenths
-# of a second of CPU under TCG).
-# shellcheck source=../procs.sh
-. "$(dirname "$0")/../procs.sh"
+run() { "$WHO" timeout 120 "$BIN/local_failures" "$@"; } # the program on library $WHO
 # shellcheck disable=SC2086 # the dotted quad split into four numbers
 gid_of() { printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${1//./ }; }
-wait_gid() { # wait_gid IP: rxe0 has the GID of IP (within 10 s)
-	local g f line end=$((${EPOCHREALTIME/./} + 10000000))
-	g=$(gid_of "$1")
-	while :; do
-		for f in /sys/class/infiniband/rxe0/ports/1/gids/*; do
-			read -r line 2>/dev/null < "$f" && [ "$line" = "$g" ] && return 0
-		done
-		((${EPOCHREALTIME/./} < end)) || return 1
-		nap 0.1
+has_gid() { # has_gid GID: rxe0 has it
+	local f line
+	for f in /sys/class/infiniband/rxe0/ports/1/gids/*; do
+		read -r line 2>/dev/null < "$f" && [ "$line" = "$1" ] && return 0
 	done
+	return 1
 }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", a - b }'; }
+wait_gid() { wait_for 10 has_gid "$(gid_of "$1")"; } # wait_gid IP: rxe0 has IP's GID within 10 s
 
-unreachable() {
+resolve() { # resolve CASE IP EXPECTED(ERE) FAILURE
 	local out
-	out=$(run resolve 169.254.77.99)
+	out=$(run resolve "$2")
 	echo "$out"
-	grep -q 'resolve_addr 169.254.77.99: RDMA_CM_EVENT_ADDR_ERROR(-110) within=10s' <<< "$out" ||
-		fail "no ARP answer: expected ADDR_ERROR(-110) within 10 s"
-	echo "TABLE unreachable-arp $WHO $(grep -o 'resolve_addr.*' <<< "$out")"
-	out=$(run resolve 10.99.99.1)
-	echo "$out"
-	grep -qE 'resolve_addr 10.99.99.1: (-1 errno=ENETUNREACH|RDMA_CM_EVENT_ADDR_ERROR)' <<< "$out" ||
-		fail "no route: expected ENETUNREACH or ADDR_ERROR"
-	echo "TABLE unreachable-route $WHO $(grep -o 'resolve_addr.*' <<< "$out")"
+	grep -qE "resolve_addr $2: $3" <<< "$out" || fail "$4"
+	echo "TABLE unreachable-$1 $WHO $(grep -o 'resolve_addr.*' <<< "$out")"
+}
+unreachable() {
+	resolve arp 169.254.77.99 'RDMA_CM_EVENT_ADDR_ERROR\(-110\) within=10s' "no ARP answer: expected ADDR_ERROR(-110) within 10 s"
+	resolve route 10.99.99.1 '(-1 errno=ENETUNREACH|RDMA_CM_EVENT_ADDR_ERROR)' "no route: expected ENETUNREACH or ADDR_ERROR"
 }
 
+show() { out=$(< "$1"); echo "$out"; } # show FILE: the caller's $out := FILE, printed
+stop_serve() { kill "-$1" "$s" 2>/dev/null; pkill "-$1" -f "local_failures serve $port"; wait "$s" 2>/dev/null; }
 restart() {
 	local port=7420 s c t_kill out
-	run serve $port > "$LOG/serve1.$WHO" 2>&1 &
-	s=$!
+	run serve $port > "$LOG/serve1.$WHO" 2>&1 & s=$!
 	wait_line "$LOG/serve1.$WHO" LISTENING 20 || { fail "server did not listen"; kill $s; return; }
-	run reconnect $port > "$LOG/reconnect.$WHO" 2>&1 &
-	c=$!
+	run reconnect $port > "$LOG/reconnect.$WHO" 2>&1 & c=$!
 	wait_line "$LOG/reconnect.$WHO" 'ESTABLISHED 1' 20 || fail "first connection"
 	t_kill=$EPOCHREALTIME
-	kill -KILL $s
-	pkill -KILL -f "local_failures serve $port"
-	wait $s 2>/dev/null
+	stop_serve KILL
 	# Restarted once the client has been refused while nothing listened.
 	wait_line "$LOG/reconnect.$WHO" '^REFUSED 1$' 60 || fail "restart: the client was not refused within 60 s of the kill"
-	run serve $port > "$LOG/serve2.$WHO" 2>&1 &
-	s=$!
+	run serve $port > "$LOG/serve2.$WHO" 2>&1 & s=$!
 	wait $c
-	out=$(< "$LOG/reconnect.$WHO")
-	echo "$out"
-	kill $s 2>/dev/null
-	pkill -f "local_failures serve $port"
-	wait $s 2>/dev/null
+	stop_serve TERM
+	show "$LOG/reconnect.$WHO"
 	grep -q 'server killed: RDMA_CM_EVENT_DISCONNECTED(0)' <<< "$out" || fail "restart: no DISCONNECTED"
 	local t_dis noticed
 	t_dis=$(sed -n 's/^DISCONNECTED_EPOCH //p' <<< "$out")
@@ -124,8 +91,7 @@ addr_change() {
 	ip addr add "$ip/24" dev "$NETDEV" || { fail "ip addr add"; return; }
 	wait_gid $ip || fail "no GID for $ip"
 	rm -f "$LOG/watch.stop.$WHO"
-	run watch $ip 7430 110 "$LOG/watch.stop.$WHO" > "$LOG/watch.$WHO" 2>&1 &
-	w=$!
+	run watch $ip 7430 110 "$LOG/watch.stop.$WHO" > "$LOG/watch.$WHO" 2>&1 & w=$!
 	wait_line "$LOG/watch.$WHO" READY 20 || fail "watch: not ready"
 	ip addr del "$ip/24" dev "$NETDEV"
 	nap 3
@@ -140,8 +106,7 @@ addr_change() {
 	nap 3
 	touch "$LOG/watch.stop.$WHO"
 	wait "$w"
-	out=$(< "$LOG/watch.$WHO")
-	echo "$out"
+	show "$LOG/watch.$WHO"
 	ip addr del "$ip/24" dev "$NETDEV"
 	grep -q 'watch: .*until told to stop' <<< "$out" || fail "addr-change: the watch ended before the changes were done"
 	grep -q 'watch: 0 event(s)' <<< "$out" || fail "addr-change: events (Linux 6.1 gives none)"
@@ -149,45 +114,36 @@ addr_change() {
 }
 
 removal() {
-	local r d t_ready t_del t_destroyed t_exit out
-	run removal 7440 > "$LOG/removal.$WHO" 2>&1 &
-	r=$!
+	local r d rc t_ready t_del t_destroyed t_exit out e_del e_des e_exit
+	run removal 7440 > "$LOG/removal.$WHO" 2>&1 & r=$!
 	wait_line "$LOG/removal.$WHO" READY 20 || { fail "removal: not ready"; kill $r; return; }
 	t_ready=$EPOCHREALTIME
-	( timeout 60 rdma link delete rxe0; echo "$? $EPOCHREALTIME" > "$LOG/delete.$WHO" ) &
-	d=$!
+	( timeout 60 rdma link delete rxe0; echo "$? $EPOCHREALTIME" > "$LOG/delete.$WHO" ) & d=$!
 	wait_line "$LOG/removal.$WHO" DESTROYED 60
 	t_destroyed=$EPOCHREALTIME
 	wait_line "$LOG/removal.$WHO" EXIT 40
 	t_exit=$EPOCHREALTIME
-	wait $d
-	wait $r
-	out=$(< "$LOG/removal.$WHO")
-	echo "$out"
+	wait $d $r
+	show "$LOG/removal.$WHO"
 	read -r rc t_del < "$LOG/delete.$WHO"
-	echo "removal ($WHO): rdma link delete exited $rc $(elapsed "$t_del" "$t_ready") s after it started;" \
-		"ids destroyed at $(elapsed "$t_destroyed" "$t_ready") s, process exit at $(elapsed "$t_exit" "$t_ready") s"
+	e_del=$(elapsed "$t_del" "$t_ready") e_des=$(elapsed "$t_destroyed" "$t_ready") e_exit=$(elapsed "$t_exit" "$t_ready")
+	echo "removal ($WHO): rdma link delete exited $rc $e_del s after it started;" \
+		"ids destroyed at $e_des s, process exit at $e_exit s"
 	grep -q 'DEVICE_REMOVAL on 4 of 4' <<< "$out" || fail "removal: DEVICE_REMOVAL did not reach every id"
 	if [ "$WHO" = ours ]; then
 		[ "$rc" = 0 ] || fail "removal: rdma link delete exited $rc"
 		awk -v d="$t_del" -v x="$t_destroyed" -v e="$t_exit" 'BEGIN { exit !(d <= x + 5 && d < e) }' ||
 			fail "removal: the delete did not complete within 5 s of the destroys while the process lived"
 	fi
-	echo "TABLE removal $WHO link-delete=$(elapsed "$t_del" "$t_ready")s rc=$rc destroyed=$(elapsed "$t_destroyed" "$t_ready")s exit=$(elapsed "$t_exit" "$t_ready")s"
+	echo "TABLE removal $WHO link-delete=${e_del}s rc=$rc destroyed=${e_des}s exit=${e_exit}s"
 	# rxe0 back for what follows.
-	if ! rdma link show rxe0/1 > /dev/null 2>&1; then
-		timeout 30 rdma link add rxe0 type rxe netdev "$NETDEV" || { fail "rdma link add rxe0"; return; }
-	fi
+	rdma link show rxe0/1 > /dev/null 2>&1 || timeout 30 rdma link add rxe0 type rxe netdev "$NETDEV" ||
+		{ fail "rdma link add rxe0"; return; }
 	wait_gid "$RXE_IP" || fail "rxe0 has no GID for $RXE_IP after re-adding it"
 }
 
-IFS=, read -ra libs <<< "$LIBS"
-for WHO in "${libs[@]}"; do
+for WHO in ${LIBS//,/ }; do
 	echo "=== library: $WHO"
-	for step in unreachable restart addr_change removal; do
-		echo "--- $step ($WHO)"
-		$step
-	done
+	for step in unreachable restart addr_change removal; do echo "--- $step ($WHO)"; $step; done
 done
-echo "=== local: $failed failed"
-[ "$failed" = 0 ]
+finish local
