@@ -1,5 +1,5 @@
 // peer_death: the library's side of a peer host that dies, for
-// tests/rxe/failures/host_death.sh (two VMs, `rxe-vm run2`).
+// tests/rxe/failures/host_death_{server,client}.sh (two VMs, `rxe-vm run2`).
 //
 //   peer_death server PORT LABEL     (on the surviving host)
 //   peer_death client PORT           (on the host that dies)
@@ -291,7 +291,7 @@ void run_c(Conn* c) {
     }
     if (!post(*c, static_cast<int>(wc.wr_id), true)) die("post send");
   }
-  // The death: C's last successful send. Wall-clock time for host_death.sh.
+  // The death: C's last successful send. Wall-clock time for host_death_server.sh.
   timespec rt;
   clock_gettime(CLOCK_REALTIME, &rt);
   double epoch = rt.tv_sec + rt.tv_nsec / 1e9 - (now() - last);
