@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Bounded processes and readiness for the shell scripts that run in the
 # Soft-RoCE VM (bench/common.sh, scripts/tools-demo.sh,
-# tests/install/package_vm.sh): time, rxe's counter, waiting for a listener on
+# tests/install/package_checks.sh): time, rxe's counter, waiting for a listener on
 # the condition, stopping a background `timeout`. The harnesses themselves are
 # Python (tests/rxe/runner/core.py does the same there); the rules that judge
 # a failure are only in tests/rxe/runner/judge.py, reached from shell through
@@ -59,6 +59,17 @@ udp_listening() {
 			[[ $addr == *"$hex" ]] && return 0
 		done < "$f"
 	done
+	return 1
+}
+
+# maps PID ERE: true if a line of PID's /proc/PID/maps matches ERE (MAPPED:
+# the match's first group, else the whole match), read with builtins only.
+# shellcheck disable=SC2034 # MAPPED is read by the callers
+maps() {
+	local line
+	while IFS= read -r line; do
+		[[ $line =~ $2 ]] && { MAPPED=${BASH_REMATCH[1]:-${BASH_REMATCH[0]}}; return 0; }
+	done 2>/dev/null < "/proc/$1/maps"
 	return 1
 }
 
