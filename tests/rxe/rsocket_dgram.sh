@@ -39,7 +39,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-[ -n "$LIB" ] && [ -n "${RXE_IP:-}" ] || { echo "usage: RXE_IP=... $0 --lib PATH [MODE...]" >&2; exit 2; }
+[[ -n $LIB && -n ${RXE_IP:-} ]] || { echo "usage: RXE_IP=... $0 --lib PATH [MODE...]" >&2; exit 2; }
 # Every mode at the default size; the largest datagram and one byte past it
 # in blocking and echo mode (the size is checked where every mode sends, so
 # the non-blocking and rpoll modes add nothing there: 8 such cases cost 58 s),
@@ -59,7 +59,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 pass=0 fail=0 port=7300
 # Polling and checks with shell builtins (each program started costs 0.1-0.3 s
-# of CPU under TCG): nap, wait_ready, sent_pkts, now_us.
+# of CPU under TCG): nap, wait_ready, sent_pkts, now_us, maps, stop_proc.
 # shellcheck source=procs.sh
 . "$(dirname "$0")/procs.sh"
 
@@ -80,21 +80,16 @@ bound_to_ours() { # $1: LD_DEBUG_OUTPUT prefix
 
 for spec in "${MODES[@]}"; do
 	port=$((port + 1))
-	mode=${spec%%:*} size=$SIZE ip=$RXE_IP hdr=8 ref=no
+	mode=${spec%%:*} size=$SIZE ip=$RXE_IP hdr=8 ref=no clilib=$LIBDIR topts=()
 	case $mode in *6) ip=${RXE_IP6:?}; mode=${mode%6} hdr=24 ;; esac
-	[ "$mode" = ref ] && { ref=yes mode=b; }
+	[ "$mode" = ref ] && { ref=yes mode=b clilib=''; }
 	case $spec in
-	*:max) size=$((MTU - hdr)) ;;
-	*:max-1) size=$((MTU - hdr - 1)) ;;
-	*:max+1) size=$((MTU - hdr + 1)) ;;
+	*:max*) d=${spec#*:max} size=$((MTU - hdr + ${d:-0})) ;; # max, max-1, max+1
 	*:*) size=${spec#*:} ;;
 	esac
 	fits=yes
 	[ "$size" -le $((MTU - hdr)) ] || fits=no
-	topts=()
 	for ((i = 0; i < ${#mode}; i++)); do topts+=(-T "${mode:i:1}"); done
-	clilib=$LIBDIR
-	[ $ref = yes ] && clilib=''
 	rm -f "$TMP"/*
 	env LD_LIBRARY_PATH="$LIBDIR" LD_DEBUG=bindings LD_DEBUG_OUTPUT="$TMP/srv" \
 		timeout -k 2 60 udpong -b "$ip" -p $port "${topts[@]}" >"$TMP/srv.out" 2>&1 &
@@ -108,18 +103,13 @@ for spec in "${MODES[@]}"; do
 		timeout -k 2 60 udpong -s "$ip" -p $port "${topts[@]}" -C $COUNT -S "$size" >"$TMP/cli.out" 2>&1
 	rc=$?
 	ms=$((($(now_us) - start) / 1000))
-	after=$(sent_pkts)
+	sent=$(($(sent_pkts) - before))
 	# The server still runs (blocked in a receive): udpong itself, timeout's
 	# child, maps our library.
-	mapped=no
-	kids=()
+	mapped=no kids=()
 	read -r -a kids 2>/dev/null < "/proc/$srv/task/$srv/children"
-	for pid in "${kids[@]}"; do
-		grep -q " $OURS\$" "/proc/$pid/maps" && mapped=yes
-	done 2>/dev/null
-	kill "$srv" 2>/dev/null
-	wait "$srv" 2>/dev/null
-	sent=$((after - before))
+	for pid in "${kids[@]}"; do maps "$pid" " $OURS\$" && mapped=yes; done
+	stop_proc "$srv"
 	why=''
 	if [ $ref = yes ]; then
 		# rdma-core 44 on RoCE: its first QP's address handle (no GRH) is refused.
