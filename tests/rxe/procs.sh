@@ -96,36 +96,12 @@ nap() {
 
 # wait_ready KIND PORT PID SECONDS: 0 when ready (KIND cm or tcp: listening
 # on PORT; udp: bound to it); 1 when the server died first; 2 on timeout.
-wait_ready() {
-	local kind=$1 what=$2 pid=$3 end=$((${EPOCHREALTIME/./} + $4 * 1000000))
-	while :; do
-		case $kind in
-		cm) cm_listening "$what" && return 0 ;;
-		tcp) tcp_listening "$what" && return 0 ;;
-		udp) udp_listening "$what" && return 0 ;;
-		esac
-		kill -0 "$pid" 2>/dev/null || return 1
-		((${EPOCHREALTIME/./} < end)) || return 2
-		nap 0.1
-	done
-}
+wait_ready() { wait_until "$4" ready_or_gone "$@" || return 2; return "$GONE"; }
+ready_or_gone() { GONE=0; "$1_listening" "$2" && return 0; GONE=1; gone "$3"; }
 
-# wait_line FILE REGEX SECONDS: 0 once a line of FILE matches the extended
-# regular expression REGEX, 1 if none did within SECONDS.
-wait_line() {
-	local end=$((${EPOCHREALTIME/./} + $3 * 1000000)) line
-	while :; do
-		if [ -r "$1" ]; then
-			while IFS= read -r line || [ -n "$line" ]; do [[ $line =~ $2 ]] && return 0; done < "$1"
-		fi
-		((${EPOCHREALTIME/./} < end)) || return 1
-		nap 0.1
-	done
-}
-
-# wait_for SECONDS CMD...: 0 once CMD succeeds (tried every POLL seconds,
+# wait_until SECONDS CMD...: 0 once CMD succeeds (tried every POLL seconds,
 # 0.1 unless set), 1 if it did not within SECONDS.
-wait_for() {
+wait_until() {
 	local end=$((${EPOCHREALTIME/./} + $1 * 1000000))
 	shift
 	until "$@"; do
@@ -134,16 +110,25 @@ wait_for() {
 	done
 }
 
+# has_line FILE REGEX: a line of FILE matches the extended regular expression.
+has_line() {
+	local line
+	[ -r "$1" ] || return 1
+	while IFS= read -r line || [ -n "$line" ]; do [[ $line =~ $2 ]] && return 0; done < "$1"
+	return 1
+}
+# wait_line FILE REGEX SECONDS: 0 once a line of FILE matches REGEX, 1 if none did within SECONDS.
+wait_line() { wait_until "$3" has_line "$1" "$2"; }
+
 # wait_exit PID SECONDS: 0 once PID has exited (its status in WAIT_RC), 1 if still running.
 # shellcheck disable=SC2034 # WAIT_RC is read by the callers
 wait_exit() {
-	local pid=$1 end=$((${EPOCHREALTIME/./} + $2 * 1000000))
-	while kill -0 "$pid" 2>/dev/null && ((${EPOCHREALTIME/./} < end)); do nap 0.1; done
-	if kill -0 "$pid" 2>/dev/null; then return 1; fi
+	wait_until "$2" gone "$1" || return 1
 	WAIT_RC=0
-	wait "$pid" 2>/dev/null || WAIT_RC=$?
+	wait "$1" 2>/dev/null || WAIT_RC=$?
 	return 0
 }
+gone() { ! kill -0 "$1" 2>/dev/null; } # gone PID: PID has exited
 
 # Stops a background `timeout` (its own process group) and everything under it.
 stop_proc() {

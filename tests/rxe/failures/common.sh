@@ -2,7 +2,7 @@
 # What local.sh and host_death_{server,client}.sh share: their options (each
 # --NAME VALUE of OPTS sets the variable NAME in capitals, which the script
 # declares first: one still empty then is missing), the two libraries, the
-# failures counted, and procs.sh's waits (nap, wait_line, wait_for: polling
+# failures counted, and procs.sh's waits (nap, wait_line, wait_until: polling
 # without starting a program, each costing a few tenths of a second of CPU
 # under TCG).
 ME=$(basename "$0") usage="usage: $(basename "$0")"

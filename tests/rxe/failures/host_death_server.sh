@@ -78,7 +78,7 @@ start pd_ours ours timeout 500 "$BIN/peer_death" server 7310 ours
 start pd_ref ref timeout 500 "$BIN/peer_death" server 7311 ref
 for c in c:7301 b:7302 a:7305; do start "rping_${c%:*}_ours" ours timeout 500 "$TOOLS/rping" -s -a "$RXE_IP" -p "${c#*:}"; done
 for c in b:7303 c:7304 a:7306; do start "rping_${c%:*}_ref" timeout 500 stdbuf -oL /usr/bin/rping -s -a "$RXE_IP" -p "${c#*:}"; done
-POLL=0.3 wait_for 300 listening 8 || : # 8 listeners
+POLL=0.3 wait_until 300 listening 8 || : # 8 listeners
 echo "LISTENING-ALL ($n listeners)"
 if ! wait_line "$LOG/pd_ours.log" '^DIE' 200 || ! wait_line "$LOG/pd_ref.log" '^DIE' 60; then
 	echo "FAIL: the peer_death servers did not get their connections"
@@ -97,7 +97,7 @@ T_DEATH=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", (a < b ? a : b) }')
 echo "server: the client's host died at $T_DEATH (ours saw it at $a, rdma-core's at $b)"
 # Ours and the library checks must end by themselves; rdma-core's rping
 # servers are only measured, until then.
-POLL=0.5 wait_for 300 ended pd_ours pd_ref rping_c_ours rping_b_ours rping_a_ours unreach_ours unreach_ref || :
+POLL=0.5 wait_until 300 ended pd_ours pd_ref rping_c_ours rping_b_ours rping_a_ours unreach_ours unreach_ref || :
 nap 2
 for n in pd_ours pd_ref unreach_ours unreach_ref; do
 	echo "--- $n"

@@ -44,7 +44,7 @@ has_gid() { # has_gid GID: rxe0 has it
 	done
 	return 1
 }
-wait_gid() { wait_for 10 has_gid "$(gid_of "$1")"; } # wait_gid IP: rxe0 has IP's GID within 10 s
+wait_gid() { wait_until 10 has_gid "$(gid_of "$1")"; } # wait_gid IP: rxe0 has IP's GID within 10 s
 
 resolve() { # resolve CASE IP EXPECTED(ERE) FAILURE
 	local out
