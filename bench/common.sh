@@ -99,10 +99,10 @@ ratio() {
 	awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", b / a; else print "-" }'
 }
 
-# Programs under a preload (bench/preload_programs.sh, bench/rsocket_speed.sh).
+# Programs under a preload (bench/preload_programs.sh; bench/rsocket_speed.py has its own).
 # The caller defines env_of COLUMN (sets the array ENVV: the environment of a
 # process in that column; empty for kernel TCP, whose column is named tcp) and
-# $out, and sets SECS (a client's limit is CLIENT_LIMIT, by default SECS * 4 + 60 s).
+# $out, and sets SECS (a client's limit: SECS * 4 + 60 s).
 #
 # start COLUMN PORT CMD...: a server in the background (SPID), waited for
 # until it listens (rdma_cm or TCP).
@@ -133,7 +133,7 @@ client() {
 	env_of "$col"
 	p0=$(sent_pkts)
 	# shellcheck disable=SC2153 # SECS: the caller's
-	timeout -k 2 "${CLIENT_LIMIT:-$((SECS * 4 + 60))}" env "${ENVV[@]}" "$@" > "$out/client.log" 2>&1 < /dev/null
+	timeout -k 2 $((SECS * 4 + 60)) env "${ENVV[@]}" "$@" > "$out/client.log" 2>&1 < /dev/null
 	rc=$?
 	[ "$rc" = 0 ] || { echo "    $col: $* failed (status $rc): $(tail -n 1 "$out/client.log")" >&2; return 1; }
 	if [ "$col" != tcp ] && [ $(($(sent_pkts) - p0)) -lt 100 ]; then

@@ -1,6 +1,6 @@
 /*
  * libsend_copies.so: how many bytes a sender's library copies per byte it
- * sends (bench/rsocket_speed.sh's "copied per byte sent" column).
+ * sends (bench/rsocket_speed.py's "copied per byte sent" column).
  *
  *   LD_PRELOAD="libsend_copies.so librdmacm.so.1" SEND_COPIES_OUT=FILE rstream -s ...
  *

@@ -49,6 +49,7 @@ declare -A LIMIT=([connect_setup]=900 [rsocket_stream]=900 [preload_programs]=18
 failed=()
 for name in "${names[@]}"; do
 	cmd=("$ROOT/bench/$name.sh" --lib "$LIB")
+	[ "$name" != rsocket_speed ] || cmd[0]=$ROOT/bench/$name.py
 	case $name in
 	preload_programs)
 		[ -f "$PRELOAD" ] || { echo "bench: $PRELOAD was not built" >&2; failed+=("$name"); continue; }
