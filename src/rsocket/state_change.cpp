@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "common/mutex.h"
+#include "rsocket/kernel_fds.h"
 
 namespace rdmacm::rsocket {
 namespace {
@@ -28,23 +29,14 @@ unsigned sleepers GUARDED_BY(mutex) = 0;
 bool suspended GUARDED_BY(mutex) = false;  // a round of wake-ups is going on
 std::atomic<int> subscribers{0};
 
-// Where the broadcast's fd goes when the process may have that many: out of
-// the numbers a program counts on. It is made at the first rpoll sleep, which
-// under the preload can come inside the program's first accept() (a listener
-// that also listens on kernel TCP waits on both), and netcat 1.10 refuses an
-// accepted descriptor above 16.
-constexpr int kHighFd = 256;
-
+// The broadcast's fd sits out of the numbers a program counts on
+// (move_high): it is made at the first rpoll sleep, which under the preload
+// can come inside the program's first accept() (a listener that also
+// listens on kernel TCP waits on both).
 int broadcast_fd() {
   static const int fd = [] {
     int f = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (f < 0) return -errno;
-    int high = fcntl(f, F_DUPFD_CLOEXEC, kHighFd);
-    if (high >= 0) {
-      ::close(f);
-      f = high;
-    }
-    return f;
+    return f < 0 ? -errno : move_high(f);
   }();
   return fd;
 }
