@@ -1,32 +1,39 @@
-// What a connection costs a socket program in memory: a poll() server and a
-// client (two processes) open N TCP connections to each other, echo BYTES on
-// each once, and keep them all open; at each count asked for, both report
-// their resident memory (VmRSS) and their pinned memory (VmPin: what RDMA
-// registration holds). Plain BSD socket calls only: run it bare for kernel
-// TCP, or under a preload (ours, rdma-core's) for rsockets.
+// What a connection costs a socket program: a server and a client (two
+// processes) open N TCP connections to each other, echo BYTES on each once,
+// and keep them all open; at each count asked for, both report their
+// resident memory (VmRSS) and their pinned memory (VmPin: what RDMA
+// registration holds), and the client how fast that step connected and
+// (--pings K) the median round trip of 64 bytes on one connection while all
+// the others idle: what a wait costs the server's loop with that many idle
+// connections in it. The server echoes in one poll() loop, or (--epoll) one
+// epoll loop. Plain BSD socket calls only: run it bare for kernel TCP, or
+// under a preload (ours, rdma-core's) for rsockets.
 //
-//   conn_memory --addr IP [--port P] [--at 1,256,4096] [--bytes 4096] [--secs S] [--step-cmd CMD]
+//   conn_memory --addr IP [--port P] [--at 1,256,4096] [--bytes 4096] [--secs S] [--epoll]
+//               [--pings K] [--step-cmd CMD]
 //
 // Prints one line per count: "conns=N server_rss_kib=.. server_pin_kib=..
-// client_rss_kib=.. client_pin_kib=.. secs=..", and "base ..." first (both
-// processes before their first connection: the server listening). A step
-// that does not finish within S seconds (default 120) prints "stuck at N"
-// and ends the run with status 3: a hang is a figure too (rdma-core 44's
-// preload stalls in raccept after poll said readable). --step-cmd runs CMD
-// (sh -c, without LD_PRELOAD) after each count's line, all connections open:
-// e.g. the kernel's share, `rdma res show`.
+// client_rss_kib=.. client_pin_kib=.. secs=.. conns_per_s=.. [ping_us=..]",
+// and "base ..." first (both processes before their first connection: the
+// server listening). A step that does not finish within S seconds (default
+// 120) prints "stuck at N" and ends the run with status 3: a hang is a figure
+// too (rdma-core 44's preload stalls in raccept after poll said readable).
+// --step-cmd runs CMD (sh -c, without LD_PRELOAD) after each count's line,
+// all connections open: e.g. the kernel's share, `rdma res show`.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -77,62 +84,118 @@ bool read_all(int fd, char* p, size_t n) {
   return true;
 }
 
-struct Conn {
-  int fd;
-  size_t got = 0, sent = 0;
-};
+// Writes all of p on a non-blocking descriptor (waits in poll when full).
+bool send_all(int fd, const char* p, size_t n) {
+  while (n) {
+    ssize_t k = write(fd, p, n);
+    if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
+      pollfd w{fd, POLLOUT, 0};
+      poll(&w, 1, 1000);
+      continue;
+    }
+    if (k <= 0) return false;
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
+  return true;
+}
 
-// The server: accepts and echoes BYTES on each connection, all in one poll()
-// loop; on a line from the control pipe ("N") answers "rss pin" once N
-// connections have been echoed in full.
-[[noreturn]] void serve(int lfd, int ctl_in, int ctl_out, size_t bytes) {
-  std::vector<Conn> conns;
-  std::vector<char> buf(bytes);
-  size_t done = 0, want = 0;
-  bool asked = false;
-  for (;;) {
-    std::vector<pollfd> fds;
-    fds.push_back({lfd, POLLIN, 0});
-    fds.push_back({ctl_in, POLLIN, 0});
-    for (auto& c : conns)
-      fds.push_back({c.fd, static_cast<short>(c.got < bytes ? POLLIN : (c.sent < bytes ? POLLOUT : 0)), 0});
-    if (poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR) _exit(10);
-    if (fds[0].revents & POLLIN) {
-      for (;;) {
-        int fd = accept(lfd, nullptr, nullptr);
-        if (fd < 0) break;
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-        conns.push_back({fd});
-      }
-    }
-    if (fds[1].revents & (POLLIN | POLLHUP)) {
-      char line[32] = {0};
-      ssize_t n = read(ctl_in, line, sizeof line - 1);
-      if (n <= 0) _exit(0);  // the client is done
-      want = strtoul(line, nullptr, 10);
-      asked = true;
-    }
-    for (size_t i = 0; i < conns.size(); i++) {
-      Conn& c = conns[i];
-      short re = fds[i + 2].revents;
-      if ((re & POLLIN) && c.got < bytes) {
-        ssize_t n = read(c.fd, buf.data() + c.got, bytes - c.got);
-        if (n > 0) c.got += static_cast<size_t>(n);
-      }
-      if ((re & POLLOUT) && c.got == bytes && c.sent < bytes) {
-        ssize_t n = write(c.fd, buf.data() + c.sent, bytes - c.sent);
-        if (n > 0 && (c.sent += static_cast<size_t>(n)) == bytes) done++;
-      }
-    }
-    if (asked && done >= want) {
-      long rss, pin;
-      memory(&rss, &pin);
-      char out[64];
-      int n = snprintf(out, sizeof out, "%ld %ld\n", rss, pin);
-      if (!write_all(ctl_out, out, static_cast<size_t>(n))) _exit(11);
-      asked = false;
+// The server: accepts and echoes everything on every connection, in one
+// poll() loop or (--epoll) one epoll loop; on a line from the control pipe
+// ("N") answers "rss pin" once N connections have each echoed BYTES.
+class Server {
+ public:
+  Server(int lfd, int ctl_in, int ctl_out, size_t bytes) : lfd_(lfd), ctl_in_(ctl_in), ctl_out_(ctl_out),
+                                                           bytes_(bytes), buf_(65536) {}
+  [[noreturn]] void poll_loop() {
+    for (;;) {
+      std::vector<pollfd> fds{{lfd_, POLLIN, 0}, {ctl_in_, POLLIN, 0}};
+      for (auto& c : conns_) fds.push_back({c.fd, POLLIN, 0});
+      if (poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR) _exit(10);
+      if (fds[0].revents & POLLIN) accept_all(-1);
+      if (fds[1].revents & (POLLIN | POLLHUP)) control();
+      for (size_t i = 2; i < fds.size(); i++)
+        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) echo(i - 2);
+      report();
     }
   }
+  [[noreturn]] void epoll_loop() {
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    epoll_event l{EPOLLIN, {.u64 = kListener}}, c{EPOLLIN, {.u64 = kControl}};
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, lfd_, &l) || epoll_ctl(ep, EPOLL_CTL_ADD, ctl_in_, &c)) _exit(12);
+    epoll_event ev[64];
+    for (;;) {
+      int n = epoll_wait(ep, ev, 64, 1000);
+      if (n < 0 && errno != EINTR) _exit(10);
+      for (int i = 0; i < n; i++) {
+        if (ev[i].data.u64 == kListener) accept_all(ep);
+        else if (ev[i].data.u64 == kControl) control();
+        else echo(ev[i].data.u64);
+      }
+      report();
+    }
+  }
+
+ private:
+  static constexpr uint64_t kListener = ~0ull, kControl = ~0ull - 1;
+  struct Conn {
+    int fd;
+    size_t got = 0;
+  };
+  void accept_all(int ep) {
+    for (;;) {
+      int fd = accept(lfd_, nullptr, nullptr);
+      if (fd < 0) return;
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+      epoll_event e{EPOLLIN, {.u64 = conns_.size()}};
+      if (ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e)) _exit(13);
+      conns_.push_back({fd});
+    }
+  }
+  void control() {
+    char line[32] = {0};
+    ssize_t n = read(ctl_in_, line, sizeof line - 1);
+    if (n <= 0) _exit(0);  // the client is done
+    want_ = strtoul(line, nullptr, 10);
+    asked_ = true;
+  }
+  void echo(size_t i) {
+    Conn& c = conns_[i];
+    ssize_t n = read(c.fd, buf_.data(), buf_.size());
+    if (n <= 0 || !send_all(c.fd, buf_.data(), static_cast<size_t>(n))) return;
+    bool before = c.got >= bytes_;
+    c.got += static_cast<size_t>(n);
+    if (!before && c.got >= bytes_) done_++;
+  }
+  void report() {
+    if (!asked_ || done_ < want_) return;
+    long rss, pin;
+    memory(&rss, &pin);
+    char out[64];
+    int n = snprintf(out, sizeof out, "%ld %ld\n", rss, pin);
+    if (!write_all(ctl_out_, out, static_cast<size_t>(n))) _exit(11);
+    asked_ = false;
+  }
+  int lfd_, ctl_in_, ctl_out_;
+  size_t bytes_;
+  std::vector<char> buf_;
+  std::vector<Conn> conns_;
+  size_t done_ = 0, want_ = 0;
+  bool asked_ = false;
+};
+
+// --pings K: K round trips of 64 bytes on one connection while all the
+// others idle; the median, in microseconds.
+double ping_us(int fd, int pings) {
+  std::vector<double> t;
+  char b[64] = {'p'}, r[64];
+  for (int i = 0; i < pings; i++) {
+    double t0 = now();
+    if (!write_all(fd, b, sizeof b) || !read_all(fd, r, sizeof r)) return -1;
+    t.push_back((now() - t0) * 1e6);
+  }
+  std::sort(t.begin(), t.end());
+  return t.empty() ? 0 : t[t.size() / 2];
 }
 
 }  // namespace
@@ -144,21 +207,33 @@ int main(int argc, char** argv) {
   double secs = 120;
   std::string at = "1,256,4096";
   const char* step_cmd = nullptr;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool use_epoll = false;
+  int pings = 0;
+  for (int i = 1; i < argc; i += 2) {
     std::string a = argv[i];
+    if (a == "--epoll") {
+      use_epoll = true;
+      i--;
+      continue;
+    }
+    if (i + 1 == argc) {
+      addr = nullptr;
+      break;
+    }
     if (a == "--addr") addr = argv[i + 1];
     else if (a == "--port") port = atoi(argv[i + 1]);
     else if (a == "--at") at = argv[i + 1];
     else if (a == "--bytes") bytes = strtoul(argv[i + 1], nullptr, 10);
     else if (a == "--secs") secs = atof(argv[i + 1]);
     else if (a == "--step-cmd") step_cmd = argv[i + 1];
+    else if (a == "--pings") pings = atoi(argv[i + 1]);
     else addr = nullptr, i = argc;
   }
   sockaddr_in sin{};
   sin.sin_family = AF_INET;
   sin.sin_port = htons(static_cast<uint16_t>(port));
   if (!addr || inet_pton(AF_INET, addr, &sin.sin_addr) != 1 || !bytes) {
-    fprintf(stderr, "usage: conn_memory --addr IPv4 [--port P] [--at 1,256,4096] [--bytes N] [--secs S]\n");
+    fprintf(stderr, "usage: conn_memory --addr IPv4 [--port P] [--at 1,256,4096] [--bytes N] [--secs S] [--epoll] [--pings K]\n");
     return 2;
   }
   std::vector<size_t> counts;
@@ -196,7 +271,9 @@ int main(int argc, char** argv) {
     char out[64];
     int n = snprintf(out, sizeof out, "%ld %ld\n", rss, pin);
     if (!write_all(from_srv[1], out, static_cast<size_t>(n))) _exit(11);
-    serve(lfd, to_srv[0], from_srv[1], bytes);
+    Server server(lfd, to_srv[0], from_srv[1], bytes);
+    if (use_epoll) server.epoll_loop();
+    server.poll_loop();
   }
   close(to_srv[0]);
   close(from_srv[1]);
@@ -220,7 +297,8 @@ int main(int argc, char** argv) {
   int rc = 0;
   double t0 = now();
   for (size_t want : counts) {
-    double end = now() + secs;
+    double end = now() + secs, step0 = now();
+    size_t had = fds.size();
     while (fds.size() < want) {
       int fd = socket(AF_INET, SOCK_STREAM, 0);
       if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin)) {
@@ -250,8 +328,11 @@ int main(int argc, char** argv) {
     }
     sscanf(answer, "%ld %ld", &srss, &spin);
     memory(&crss, &cpin);
-    printf("conns=%zu server_rss_kib=%ld server_pin_kib=%ld client_rss_kib=%ld client_pin_kib=%ld secs=%.1f\n", want,
-           srss, spin, crss, cpin, now() - t0);
+    double conn_s = (want - had) / (now() - step0);
+    printf("conns=%zu server_rss_kib=%ld server_pin_kib=%ld client_rss_kib=%ld client_pin_kib=%ld secs=%.1f"
+           " conns_per_s=%.0f", want, srss, spin, crss, cpin, now() - t0, conn_s);
+    if (pings) printf(" ping_us=%.1f", ping_us(fds.back(), pings));
+    printf("\n");
     fflush(stdout);
     if (step_cmd) {
       unsetenv("LD_PRELOAD");  // loaded already: only the command goes without it

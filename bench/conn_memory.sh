@@ -1,20 +1,24 @@
 #!/bin/bash
-# A socket program's memory per connection, kernel TCP, our preload and
-# rdma-core's side by side in one boot (issue 39's first table): bench/
-# conn_memory (a poll() server and a client, 4 KiB echoed on each connection,
+# What a connection costs a socket program, kernel TCP, our preload and
+# rdma-core's side by side in one boot (issue 39's table): bench/conn_memory
+# (a poll() or epoll server and a client, 4 KiB echoed on each connection,
 # all kept open) bare, under our librspreload.so and under rdma-core's. For
 # each count: KiB per connection above the processes' base (resident, and of
-# it pinned by RDMA registration), the server's and the client's; and, for the
-# preloads, rxe0's sent_pkts (a column that sent nothing fell back to TCP).
-# Numbers only, no verdict.
+# it pinned by RDMA registration), the server's and the client's; that step's
+# connections a second; the median round trip on one connection while the
+# others idle (a wait's cost as the loop holds more); and, for the preloads,
+# rxe0's sent_pkts (a column that sent nothing fell back to TCP). Numbers
+# only, no verdict.
 #
 #   bench/conn_memory.sh --bin PATH --lib PATH [--rdmacm PATH] [--ref PATH] [--at 1,256,4096] [--secs S]
+#                        [--epoll] [--pings K]
 #
 #   --bin PATH     build/bench/conn_memory
 #   --lib PATH     our librspreload.so; --rdmacm PATH: the librdmacm.so.1 it runs on
 #   --ref PATH     rdma-core's preload (default /usr/lib/x86_64-linux-gnu/rsocket/librspreload.so;
 #                  "none" to leave it out)
 #   --secs S       a step's bound (default 120): a column that stalls shows "stuck at N"
+#   --epoll        the server's loop is epoll (default: poll); --pings K: round trips timed (default 100)
 #
 # Run it where there is an RDMA device with memory for the counts (rsockets'
 # default buffers are 2 x 128 KiB a side, registered), e.g.:
@@ -23,7 +27,7 @@
 set -uo pipefail
 # shellcheck source=bench/common.sh
 . "$(dirname "$0")/common.sh"
-BIN='' LIB='' RDMACM='' REF=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so AT=1,256,4096 SECS=120
+BIN='' LIB='' RDMACM='' REF=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so AT=1,256,4096 SECS=120 PINGS=100 LOOP=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bin) BIN=$2; shift ;;
@@ -32,6 +36,8 @@ while [ $# -gt 0 ]; do
 	--ref) REF=$2; shift ;;
 	--at) AT=$2; shift ;;
 	--secs) SECS=$2; shift ;;
+	--pings) PINGS=$2; shift ;;
+	--epoll) LOOP=--epoll ;;
 	*) sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 	shift
@@ -53,16 +59,23 @@ run() {
 	esac
 	before=$(sent_pkts)
 	env "${env[@]}" timeout $((SECS * 4 + 60)) "$BIN" --addr "$RXE_IP" --port $port --at "$AT" \
-		--secs "$SECS" --step-cmd "rdma res show | sed 's/^/kernel /'" >"$out/$1" 2>"$out/$1.err"
+		--secs "$SECS" --pings "$PINGS" $LOOP --step-cmd "rdma res show | sed 's/^/kernel /'" >"$out/$1" 2>"$out/$1.err"
 	echo "status $? sent_pkts $(($(sent_pkts) - before))" >>"$out/$1"
 }
 for c in "${columns[@]}"; do run "$c"; done
 
+# val COLUMN LINE KEY: KEY's value on the line that starts with LINE ("base", "conns=N").
+val() {
+	local w
+	while read -ra w; do
+		[ "${w[0]:-}" = "$2" ] || continue
+		for kv in "${w[@]:1}"; do [ "${kv%%=*}" != "$3" ] || { echo "${kv#*=}"; return; }; done
+	done <"$out/$1"
+}
 # per_conn COLUMN N SIDE KIND: KiB a connection at N (above the base), or why not.
 per_conn() {
 	local base now
-	base=$(awk -v k="${3}_${4}_kib" '$1 == "base" { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) print kv[2] } }' "$out/$1")
-	now=$(awk -v n="conns=$2" -v k="${3}_${4}_kib" '$1 == n { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) print kv[2] } }' "$out/$1")
+	base=$(val "$1" base "${3}_${4}_kib") now=$(val "$1" "conns=$2" "${3}_${4}_kib")
 	if [ -n "$now" ] && [ -n "$base" ]; then
 		awk -v a="$base" -v b="$now" -v n="$2" 'BEGIN { printf "%.0f", (b - a) / n }'
 	else
@@ -73,14 +86,19 @@ per_conn() {
 	fi
 }
 
-printf '%-8s %-10s %12s %12s %12s %12s\n' conns column srv_rss/conn srv_pin/conn cli_rss/conn cli_pin/conn
+fmt='%-8s %-10s %12s %12s %12s %12s %9s %9s\n'
+# shellcheck disable=SC2059
+printf "$fmt" conns column srv_rss/conn srv_pin/conn cli_rss/conn cli_pin/conn conn/s ping_us
 for n in ${AT//,/ }; do
 	for c in "${columns[@]}"; do
-		printf '%-8s %-10s %12s %12s %12s %12s\n' "$n" "$c" "$(per_conn "$c" "$n" server rss)" \
-			"$(per_conn "$c" "$n" server pin)" "$(per_conn "$c" "$n" client rss)" "$(per_conn "$c" "$n" client pin)"
+		# shellcheck disable=SC2059
+		printf "$fmt" "$n" "$c" "$(per_conn "$c" "$n" server rss)" "$(per_conn "$c" "$n" server pin)" \
+			"$(per_conn "$c" "$n" client rss)" "$(per_conn "$c" "$n" client pin)" \
+			"$(val "$c" "conns=$n" conns_per_s)" "$(val "$c" "conns=$n" ping_us)"
 	done
 done
-echo "(KiB per connection above the processes' base; pin: RDMA-registered)"
+echo "(KiB per connection above the processes' base; pin: RDMA-registered; conn/s: that step's connections"
+echo " a second; ping_us: median 64-byte round trip on one connection, all the others idle, --pings $PINGS)"
 for c in "${columns[@]}"; do
 	echo "$c: $(tail -1 "$out/$c"), secs $(awk -F'secs=' 'NF > 1 { s = $2 } END { print s + 0 }' "$out/$c")"
 	[ -s "$out/$c.err" ] && sed 's/^/    /' "$out/$c.err" | head -3
