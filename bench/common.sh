@@ -104,25 +104,21 @@ ratio() {
 # process in that column; empty for kernel TCP, whose column is named tcp) and
 # $out, and sets SECS (a client's limit: SECS * 4 + 60 s).
 #
+# up_or_gone PORT PID: listening on rdma_cm or kernel TCP (a preload may fall back), or gone (GONE=1)
+up_or_gone() { ready_or_gone cm "$1" "$2" || ready_or_gone tcp "$1" "$2"; }
 # start COLUMN PORT CMD...: a server in the background (SPID), waited for
 # until it listens (rdma_cm or TCP).
 start() {
-	local col=$1 port=$2 end
+	local col=$1 port=$2 rc=0
 	shift 2
 	env_of "$col"
 	timeout -k 2 120 env "${ENVV[@]}" "$@" > "$out/server.log" 2>&1 < /dev/null &
 	SPID=$!
-	end=$(($(now_us) + 20000000))
-	until cm_listening "$port" || tcp_listening "$port"; do
-		if ! kill -0 "$SPID" 2>/dev/null; then
-			echo "    $col: $1 exited before it listened on port $port: $(tail -n 1 "$out/server.log")" >&2
-			return 1
-		elif (($(now_us) >= end)); then
-			echo "    $col: $1 did not listen on port $port within 20 s: $(tail -n 1 "$out/server.log")" >&2
-			return 1
-		fi
-		nap 0.1
-	done
+	wait_until 20 up_or_gone "$port" "$SPID" || rc=2
+	[ "$rc" = 0 ] && [ "$GONE" = 0 ] && return 0
+	echo "    $col: $1 $([ "$rc" = 2 ] && echo "did not listen on port $port within 20 s" ||
+		echo "exited before it listened on port $port"): $(tail -n 1 "$out/server.log")" >&2
+	return 1
 }
 # client COLUMN CMD...: runs a client, its output in $out/client.log. Status 0
 # only if it succeeded and, preloaded (not tcp), rxe0 sent packets meanwhile;
