@@ -62,9 +62,16 @@ void memory(long* rss, long* pin) {
   fclose(f);
 }
 
+// All of p, on a blocking descriptor or a non-blocking one (the server's
+// connections: it waits in poll while one is full).
 bool write_all(int fd, const char* p, size_t n) {
   while (n) {
     ssize_t k = write(fd, p, n);
+    if (k < 0 && errno == EAGAIN) {
+      pollfd w{fd, POLLOUT, 0};
+      poll(&w, 1, 1000);
+      continue;
+    }
     if (k < 0 && errno == EINTR) continue;
     if (k <= 0) return false;
     p += k;
@@ -77,22 +84,6 @@ bool read_all(int fd, char* p, size_t n) {
   while (n) {
     ssize_t k = read(fd, p, n);
     if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
-    p += k;
-    n -= static_cast<size_t>(k);
-  }
-  return true;
-}
-
-// Writes all of p on a non-blocking descriptor (waits in poll when full).
-bool send_all(int fd, const char* p, size_t n) {
-  while (n) {
-    ssize_t k = write(fd, p, n);
-    if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
-      pollfd w{fd, POLLOUT, 0};
-      poll(&w, 1, 1000);
-      continue;
-    }
     if (k <= 0) return false;
     p += k;
     n -= static_cast<size_t>(k);
@@ -162,7 +153,7 @@ class Server {
   void echo(size_t i) {
     Conn& c = conns_[i];
     ssize_t n = read(c.fd, buf_.data(), buf_.size());
-    if (n <= 0 || !send_all(c.fd, buf_.data(), static_cast<size_t>(n))) return;
+    if (n <= 0 || !write_all(c.fd, buf_.data(), static_cast<size_t>(n))) return;
     bool before = c.got >= bytes_;
     c.got += static_cast<size_t>(n);
     if (!before && c.got >= bytes_) done_++;
@@ -233,7 +224,8 @@ int main(int argc, char** argv) {
   sin.sin_family = AF_INET;
   sin.sin_port = htons(static_cast<uint16_t>(port));
   if (!addr || inet_pton(AF_INET, addr, &sin.sin_addr) != 1 || !bytes) {
-    fprintf(stderr, "usage: conn_memory --addr IPv4 [--port P] [--at 1,256,4096] [--bytes N] [--secs S] [--epoll] [--pings K]\n");
+    fprintf(stderr, "usage: conn_memory --addr IPv4 [--port P] [--at 1,256,4096] [--bytes N] [--secs S] [--epoll]"
+                    " [--pings K]\n");
     return 2;
   }
   std::vector<size_t> counts;
