@@ -8,9 +8,10 @@
 // The watched fds sit in an epoll set of the service's, one-shot and tagged
 // with the watch's generation: a wait costs the fds that fired, not a scan
 // of every watched one (a process holding 2,048 connections accepted new
-// ones at half the rate of its first 256 while the thread polled them all). An event of a watch that ended (unwatched meanwhile, or
-// its fd number watched anew) is dropped by its tag, and, one-shot, comes at
-// most once; a live one is armed again after its on_ready.
+// ones at half the rate of its first 256 while the thread polled them all).
+// An event of a watch that ended (unwatched meanwhile, or its fd number
+// watched anew) is dropped by its tag, and, one-shot, comes at most once; a
+// live one is armed again after its on_ready.
 //
 // Once unwatch() or cancel() returns, the thread no longer touches that
 // socket for that purpose: both run outside the service's lock, and
