@@ -10,6 +10,7 @@
 #include "common/mutex.h"
 
 #include "rsocket/completion_wait.h"
+#include "rsocket/growing_buffer.h"
 #include "rsocket/message.h"
 #include "rsocket/protocol.h"
 #include "rsocket/sizes.h"
@@ -165,6 +166,18 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   int post_write(ibv_sge* sgl, int nsge, uint32_t imm, int flags, uint64_t addr, uint32_t rkey,
                  bool with_imm, Signal signal = Signal::own) REQUIRES(cq_mutex_);
   void send_credits() REQUIRES(cq_mutex_);
+  // The send ring doubles once a send found it full, when the bytes in
+  // flight lie before where the next write goes (they must not wrap).
+  void grow_send_ring() REQUIRES(cq_mutex_);
+  // A write of up to want bytes through the send ring: what fits (a full
+  // ring marks it for growth).
+  uint32_t fit_send_ring(uint32_t want) REQUIRES(cq_mutex_) {
+    grow_send_ring();
+    auto avail = static_cast<uint32_t>(sbuf_bytes_avail_);
+    if (want <= avail) return want;
+    sbuf_starved_ = true;
+    return avail;
+  }
   bool should_give_credits() const REQUIRES(cq_mutex_);
   void update_credits() REQUIRES(cq_mutex_);
   // A control message, once a control slot is free (waiting at most ms).
@@ -191,6 +204,10 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   int message_wrs() const { return msg_send_ ? 2 : 1; }
   // iWARP: the receive slot of message i, past the receive buffer.
   uint8_t* message_slot(uint32_t i) const { return rbuf_ + sizes_.rbuf_size + i * wire::kMsgSize; }
+  // A control message's slot, when too big to go inline.
+  uint8_t* ctrl_slot(uint32_t seq) const {
+    return ctrl_slots_ + wire::kMaxCtrlMessage * (seq & (wire::kCtrlMessages - 1));
+  }
   bool conn_can_send() const REQUIRES(cq_mutex_) { return can_send() || !(state_ & kWritable); }
   bool ctrl_available() const REQUIRES(cq_mutex_) { return ctrl_seqno_ != ctrl_max_seqno_; }
   bool conn_can_send_ctrl() const REQUIRES(cq_mutex_) {
@@ -241,9 +258,15 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   Sizes sizes_;
   uint16_t target_iomap_size_;
 
-  // Buffers, registered with the id's PD.
-  uint8_t* sbuf_ = nullptr;
-  ibv_mr* smr_ = nullptr;
+  // Buffers, registered with the id's PD. The send ring grows with the
+  // traffic (growing_buffer.h); the receive buffer is the window the peer
+  // may fill without our reading (programs count on it as on TCP's: a
+  // 64 KiB reply sent before the peer reads), registered whole at once.
+  // Control messages too big to go inline have slots of their own, made
+  // only then.
+  GrowingBuffer sbuf_;
+  uint8_t* ctrl_slots_ = nullptr;
+  ibv_mr* ctrl_mr_ = nullptr;
   uint8_t* rbuf_ = nullptr;
   ibv_mr* rmr_ = nullptr;
   wire::Sge* target_sgl_ = nullptr;  // kTargetSglSize entries the peer writes, then the iomap
@@ -269,6 +292,11 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   int rbuf_bytes_avail_ GUARDED_BY(cq_mutex_) = 0, rbuf_free_offset_ GUARDED_BY(cq_mutex_) = 0;
   int rbuf_offset_ GUARDED_BY(recv_mutex_) = 0;
   int sbuf_bytes_avail_ GUARDED_BY(cq_mutex_) = 0;
+  // Growth of the send ring: a send found it full since its last growth;
+  // the bytes posted in all, and at the last growth (its previous
+  // registration is retired once every byte in flight was posted after it).
+  bool sbuf_starved_ GUARDED_BY(cq_mutex_) = false;
+  uint64_t sbuf_posted_ GUARDED_BY(cq_mutex_) = 0, sbuf_grow_mark_ GUARDED_BY(cq_mutex_) = 0;
   ibv_sge ssgl_[2] GUARDED_BY(cq_mutex_){};
   int sqe_avail_ GUARDED_BY(cq_mutex_) = 0;
   Quiet quiet_ GUARDED_BY(cq_mutex_){};  // quiet sends since the last signalled one

@@ -136,24 +136,27 @@ int StreamSocket::create_endpoint() {
   if (msg_send_ && sizes_.sq_inline < wire::kMsgSize) return -ENOTSUP;
 
   rmsg_.assign(sizes_.rq_size + 1u, 0);
-  size_t sbuf_total = sizes_.sbuf_size;
-  if (sizes_.sq_inline < wire::kMaxCtrlMessage) sbuf_total += wire::kMaxCtrlMessage * wire::kCtrlMessages;
   size_t target_len = sizeof(wire::Sge) * wire::kTargetSglSize +
                       sizeof(wire::IomapEntry) * target_iomap_size_;
-  sbuf_ = static_cast<uint8_t*>(forksafe_alloc(sbuf_total));
   size_t rbuf_total = sizes_.rbuf_size + (msg_send_ ? sizes_.rq_size * wire::kMsgSize : 0);
   rbuf_ = static_cast<uint8_t*>(forksafe_alloc(rbuf_total));
   target_sgl_ = static_cast<wire::Sge*>(forksafe_alloc(target_len));
-  if (!sbuf_ || !rbuf_ || !target_sgl_) return -ENOMEM;
-  smr_ = register_buffer(id_, sbuf_, sbuf_total, false);
+  if (!rbuf_ || !target_sgl_) return -ENOMEM;
   rmr_ = register_buffer(id_, rbuf_, rbuf_total, true);
   target_mr_ = register_buffer(id_, target_sgl_, target_len, true);
-  if (!smr_ || !rmr_ || !target_mr_) return errno ? -errno : -ENOMEM;
+  if (!rmr_ || !target_mr_) return errno ? -errno : -ENOMEM;
+  if (sizes_.sq_inline < wire::kMaxCtrlMessage) {
+    size_t len = wire::kMaxCtrlMessage * wire::kCtrlMessages;
+    ctrl_slots_ = static_cast<uint8_t*>(forksafe_alloc(len));
+    if (!ctrl_slots_) return -ENOMEM;
+    ctrl_mr_ = register_buffer(id_, ctrl_slots_, len, false);
+    if (!ctrl_mr_) return errno ? -errno : -ENOMEM;
+  }
+  if (int err = sbuf_.init(id_->pd, IBV_ACCESS_LOCAL_WRITE, sizes_.sbuf_size)) return err;
 
   LockGuard lock(cq_mutex_);  // the data path's counters (no completion can come yet)
-  ssgl_[0].addr = ssgl_[1].addr = reinterpret_cast<uintptr_t>(sbuf_);
-  ssgl_[0].lkey = ssgl_[1].lkey = smr_->lkey;
-  sbuf_bytes_avail_ = static_cast<int>(sizes_.sbuf_size);
+  ssgl_[0].addr = ssgl_[1].addr = reinterpret_cast<uintptr_t>(sbuf_.ring());
+  sbuf_bytes_avail_ = static_cast<int>(sbuf_.size());
   rbuf_free_offset_ = static_cast<int>(sizes_.rbuf_size >> 1);
   rbuf_bytes_avail_ = static_cast<int>(sizes_.rbuf_size >> 1);
   sqe_avail_ = sizes_.sq_size - static_cast<int>(ctrl_max_seqno_);

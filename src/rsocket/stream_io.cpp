@@ -182,7 +182,7 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
     if ((ret = wait_send_room(flags))) break;
     uint32_t size = next_write_size(left);
     LockGuard cq(cq_mutex_);  // sends and completions update the same counters
-    size = std::min<uint32_t>(size, static_cast<uint32_t>(sbuf_bytes_avail_));
+    size = fit_send_ring(size);
     size = std::min<uint32_t>(size, target_sgl_[target_sge_].length);
     ret = write_data(in, size);
     if (ret) break;

@@ -113,7 +113,7 @@ ssize_t StreamSocket::iowrite(const void* buf, size_t len, off_t offset, int fla
     uint32_t size = next_write_size(left);
     {
       LockGuard cq(cq_mutex_);
-      size = std::min<uint32_t>(size, static_cast<uint32_t>(sbuf_bytes_avail_));
+      size = fit_send_ring(size);
       size = static_cast<uint32_t>(std::min<uint64_t>(size, target.offset + target.sge.length - at));
       --sqe_avail_;
       sbuf_bytes_avail_ -= static_cast<int>(size);

@@ -51,7 +51,7 @@ StreamSocket::Signal StreamSocket::data_signal(uint32_t sbuf_bytes, bool force) 
   quiet_.wrs += message_wrs();
   quiet_.bytes += static_cast<int>(sbuf_bytes);
   bool signal = force || quiet_.wrs >= kSignalEvery || sqe_avail_ < sizes_.sq_size / 2 ||
-                sbuf_bytes_avail_ < static_cast<int>(sizes_.sbuf_size / 2) || !ctrl_available();
+                sbuf_bytes_avail_ < static_cast<int>(sbuf_.size() / 2) || !ctrl_available();
   return signal ? Signal::data : Signal::quiet;
 }
 
@@ -136,30 +136,48 @@ int StreamSocket::post_write(ibv_sge* sgl, int nsge, uint32_t imm, int flags, ui
 }
 
 // Posts len bytes of buf as one RDMA write: inline when small enough, else
-// copied into the send buffer ring (in two pieces where it wraps).
+// copied into the send buffer ring (in two pieces where it wraps). The
+// caller took len from sbuf_bytes_avail_ (inline too, as rdma-core 44).
 int StreamSocket::post_from_sbuf(const void* buf, uint32_t len, uint32_t imm, uint64_t addr,
                                  uint32_t rkey, bool with_imm, Signal signal) {
   auto* in = static_cast<const uint8_t*>(buf);
+  sbuf_posted_ += len;
   if (len <= sizes_.sq_inline) {
     ibv_sge sge{reinterpret_cast<uintptr_t>(in), len, 0};
     return post_write(&sge, 1, imm, IBV_SEND_INLINE, addr, rkey, with_imm, signal);
   }
-  uint32_t to_end =
-      static_cast<uint32_t>(reinterpret_cast<uintptr_t>(sbuf_ + sizes_.sbuf_size) - ssgl_[0].addr);
+  auto ring = reinterpret_cast<uintptr_t>(sbuf_.ring());
+  auto to_end = static_cast<uint32_t>(ring + sbuf_.size() - ssgl_[0].addr);
+  ssgl_[0].lkey = ssgl_[1].lkey = sbuf_.lkey();
   if (len <= to_end) {
     std::memcpy(reinterpret_cast<void*>(ssgl_[0].addr), in, len);
     ssgl_[0].length = len;
     int err = post_write(ssgl_, 1, imm, 0, addr, rkey, with_imm, signal);
-    ssgl_[0].addr = len < to_end ? ssgl_[0].addr + len : reinterpret_cast<uintptr_t>(sbuf_);
+    ssgl_[0].addr = len < to_end ? ssgl_[0].addr + len : ring;
     return err;
   }
   ssgl_[0].length = to_end;
   std::memcpy(reinterpret_cast<void*>(ssgl_[0].addr), in, to_end);
   ssgl_[1].length = len - to_end;
-  std::memcpy(sbuf_, in + to_end, ssgl_[1].length);
+  std::memcpy(sbuf_.ring(), in + to_end, ssgl_[1].length);
   int err = post_write(ssgl_, 2, imm, 0, addr, rkey, with_imm, signal);
-  ssgl_[0].addr = reinterpret_cast<uintptr_t>(sbuf_) + ssgl_[1].length;
+  ssgl_[0].addr = ring + ssgl_[1].length;
   return err;
+}
+
+// The bytes in flight (inline ones counted too: more than lie in the ring)
+// must end where the next write goes: the ring then goes on past its old
+// end, and wraps at the new one.
+void StreamSocket::grow_send_ring() {
+  if (!sbuf_starved_ || sbuf_.has_old()) return;
+  uint32_t size = sbuf_.size();
+  auto in_flight = size - static_cast<uint32_t>(sbuf_bytes_avail_);
+  auto at = static_cast<uint32_t>(ssgl_[0].addr - reinterpret_cast<uintptr_t>(sbuf_.ring()));
+  if (at < in_flight) return;
+  sbuf_starved_ = false;
+  if (!sbuf_.grow()) return;
+  sbuf_bytes_avail_ += static_cast<int>(sbuf_.size() - size);
+  sbuf_grow_mark_ = sbuf_posted_;
 }
 
 // Grants the peer more messages and, when half our receive buffer is free
@@ -183,11 +201,10 @@ void StreamSocket::send_credits() {
   ib.length = sizeof(sge);
   if (sizes_.sq_inline < sizeof(sge)) {
     // Too big to inline: from the control slots past the send buffer.
-    uint8_t* slot =
-        sbuf_ + sizes_.sbuf_size + wire::kMaxCtrlMessage * (ctrl_seqno_ & (wire::kCtrlMessages - 1));
+    uint8_t* slot = ctrl_slot(ctrl_seqno_);
     std::memcpy(slot, &sge, sizeof(sge));
     ib.addr = reinterpret_cast<uintptr_t>(slot);
-    ib.lkey = smr_->lkey;
+    ib.lkey = ctrl_mr_->lkey;
     flags = 0;
   }
   post_write(&ib, 1, credit, flags, remote_sgl_.addr + remote_sge_ * sizeof(wire::Sge),
@@ -347,6 +364,10 @@ int StreamSocket::take_completions() {
       err_ = EIO;
     }
   }
+  // The send ring's previous registration, once nothing in flight uses it.
+  if (sbuf_.has_old() &&
+      sbuf_.size() - static_cast<uint32_t>(sbuf_bytes_avail_) <= sbuf_posted_ - sbuf_grow_mark_)
+    sbuf_.retire_old();
   if (state_ & kConnected) {
     while (!ret && taken--) ret = post_recv();
     if (ret) {

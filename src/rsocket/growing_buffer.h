@@ -1,0 +1,54 @@
+// A stream socket's send or receive buffer: registered with the device,
+// starting small and doubling up to its configured size when the traffic
+// needs it (as TCP grows a connection's buffers: an idle connection keeps a
+// few KiB pinned, not the configured 128 KiB). Its whole span is reserved
+// at once (address space only), so whatever lies in it stays where it is as
+// it grows; pages are touched and pinned only as far as it has grown.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rdmacm::rsocket {
+
+class GrowingBuffer {
+ public:
+  // The ring's first size: the configured size halved while above this
+  // (and evenly halvable), so that doubling reaches it again exactly.
+  static constexpr uint32_t kFirstRing = 8192;
+
+  GrowingBuffer() = default;
+  GrowingBuffer(const GrowingBuffer&) = delete;
+  GrowingBuffer& operator=(const GrowingBuffer&) = delete;
+  ~GrowingBuffer();
+
+  // 0 or -errno. most: the configured size.
+  int init(ibv_pd* pd, int access, uint32_t most);
+  uint8_t* ring() const { return base_; }
+  uint32_t size() const { return size_; }
+  uint32_t lkey() const { return mr_->lkey; }
+  uint32_t rkey() const { return mr_->rkey; }
+  bool made() const { return base_ != nullptr; }  // init() was called (and never cleared)
+  // Doubles the ring, registering the larger span; false (the ring as it
+  // was) at its configured size or when the registration fails
+  // (RLIMIT_MEMLOCK: it is not tried again). The previous registration
+  // stays valid for what the device may still be doing with it, until
+  // retire_old(); grow() waits for that.
+  bool grow();
+  bool has_old() const { return old_mr_ != nullptr; }
+  void retire_old();
+  void clear();  // deregistered and unmapped (the destructor's)
+
+ private:
+  ibv_pd* pd_ = nullptr;
+  int access_ = 0;
+  uint8_t* base_ = nullptr;
+  size_t span_ = 0;
+  uint32_t size_ = 0, most_ = 0;
+  ibv_mr* mr_ = nullptr;
+  ibv_mr* old_mr_ = nullptr;
+};
+
+}  // namespace rdmacm::rsocket
