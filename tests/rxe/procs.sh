@@ -63,13 +63,19 @@ udp_listening() {
 }
 
 # maps PID ERE: true if a line of PID's /proc/PID/maps matches ERE (MAPPED:
-# the match's first group, else the whole match), read with builtins only.
+# the match's first group, else the whole match), read with builtins only:
+# whole, by mapfile's sequential reads. (`while read` seeks back after each
+# line, and a seek in /proc/PID/maps counts its bytes again from the start:
+# with a mapping added meanwhile, the loader at work, the next "line" began
+# mid-line, and "/rdmacm/lib/librdmacm.so.1.5.0", the tail of
+# /opt/rdmacm/lib/..., failed rxe.package in a clean-clone run.)
 # shellcheck disable=SC2034 # MAPPED is read by the callers
 maps() {
-	local line
-	while IFS= read -r line; do
+	local line lines
+	{ mapfile -t lines < "/proc/$1/maps"; } 2>/dev/null || return 1
+	for line in "${lines[@]}"; do
 		[[ $line =~ $2 ]] && { MAPPED=${BASH_REMATCH[1]:-${BASH_REMATCH[0]}}; return 0; }
-	done 2>/dev/null < "/proc/$1/maps"
+	done
 	return 1
 }
 
