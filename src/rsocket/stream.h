@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <atomic>
 #include <vector>
 
@@ -169,14 +170,15 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // The send ring doubles once a send found it full, when the bytes in
   // flight lie before where the next write goes (they must not wrap).
   void grow_send_ring() REQUIRES(cq_mutex_);
-  // A write of up to want bytes through the send ring: what fits (a full
-  // ring marks it for growth).
+  // A write of up to want bytes through the send ring: what fits. A write
+  // cut short, or one that leaves too little for the next (which then
+  // waits for completions), marks the ring for growth; a stream of small
+  // replies never does.
   uint32_t fit_send_ring(uint32_t want) REQUIRES(cq_mutex_) {
     grow_send_ring();
     auto avail = static_cast<uint32_t>(sbuf_bytes_avail_);
-    if (want <= avail) return want;
-    sbuf_starved_ = true;
-    return avail;
+    if (want + wire::kSendLowWater > avail) sbuf_starved_ = true;
+    return std::min(want, avail);
   }
   bool should_give_credits() const REQUIRES(cq_mutex_);
   void update_credits() REQUIRES(cq_mutex_);
