@@ -26,33 +26,16 @@
 #include <string>
 #include <vector>
 
+#include "socket_io.h"
+
 namespace {
+
+using bench::read_all;
+using bench::write_all;
 
 double now_us() {
   using namespace std::chrono;
   return duration<double, std::micro>(steady_clock::now().time_since_epoch()).count();
-}
-
-bool write_all(int fd, const char* p, size_t n) {
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-bool read_all(int fd, char* p, size_t n) {
-  while (n) {
-    ssize_t r = read(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
 }
 
 // Accepts `cycles` connections one at a time: echoes `bytes`, reads to

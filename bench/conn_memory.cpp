@@ -41,7 +41,12 @@
 #include <string>
 #include <vector>
 
+#include "socket_io.h"
+
 namespace {
+
+using bench::read_all;
+using bench::write_all;
 
 double now() {
   timespec ts;
@@ -60,35 +65,6 @@ void memory(long* rss, long* pin) {
     if (!strncmp(line, "VmPin:", 6)) *pin = atol(line + 6);
   }
   fclose(f);
-}
-
-// All of p, on a blocking descriptor or a non-blocking one (the server's
-// connections: it waits in poll while one is full).
-bool write_all(int fd, const char* p, size_t n) {
-  while (n) {
-    ssize_t k = write(fd, p, n);
-    if (k < 0 && errno == EAGAIN) {
-      pollfd w{fd, POLLOUT, 0};
-      poll(&w, 1, 1000);
-      continue;
-    }
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
-    p += k;
-    n -= static_cast<size_t>(k);
-  }
-  return true;
-}
-
-bool read_all(int fd, char* p, size_t n) {
-  while (n) {
-    ssize_t k = read(fd, p, n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
-    p += k;
-    n -= static_cast<size_t>(k);
-  }
-  return true;
 }
 
 // The server: accepts and echoes everything on every connection, in one
