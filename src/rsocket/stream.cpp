@@ -231,16 +231,21 @@ void StreamSocket::accept_requests() {
       LockGuard lock(accept_mutex_);
       unaccepted_.push_back(s);
     }
+    // Marked watched before it is: once the connection service has it, it
+    // may finish the handshake and queue it, raccept hand it out and rclose
+    // end it (which reads the mark), all before watch() returns here; s is
+    // not touched after a watch that took it (ASan caught a write there to
+    // a socket already closed and freed).
+    s->in_service_ = true;
     if (err) {
       // Accepting: the connection service sees the handshake end. The
       // deadline first: once watched, the service may end it (and cancel
       // the deadline) at once.
-      bool timed = !watch(Watch::accept_deadline, s);
-      s->in_service_ = timed && !watch(Watch::connections, s);
-      if (s->in_service_) continue;
+      if (!watch(Watch::accept_deadline, s) && !watch(Watch::connections, s)) continue;
+      s->in_service_ = false;
       s->state_ = kConnectError;  // nothing would end its handshake: drop it now
-    } else {
-      s->in_service_ = !watch(Watch::connections, s);  // for its disconnect
+    } else if (watch(Watch::connections, s)) {  // for its disconnect
+      s->in_service_ = false;
     }
     finish_accept(s);
   }
