@@ -200,7 +200,7 @@ void StreamSocket::send_credits() {
   ib.addr = reinterpret_cast<uintptr_t>(&sge);
   ib.length = sizeof(sge);
   if (sizes_.sq_inline < sizeof(sge)) {
-    // Too big to inline: from the control slots past the send buffer.
+    // Too big to inline: from a control slot of its own (ctrl_slot).
     uint8_t* slot = ctrl_slot(ctrl_seqno_);
     std::memcpy(slot, &sge, sizeof(sge));
     ib.addr = reinterpret_cast<uintptr_t>(slot);
