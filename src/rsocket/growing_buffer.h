@@ -1,7 +1,8 @@
-// A stream socket's send or receive buffer: registered with the device,
-// starting small and doubling up to its configured size when the traffic
-// needs it (as TCP grows a connection's buffers: an idle connection keeps a
-// few KiB pinned, not the configured 128 KiB). Its whole span is reserved
+// A stream socket's send buffer: registered with the device, starting small
+// and doubling up to its configured size when the traffic needs it (as TCP
+// grows a connection's buffers: an idle connection keeps a few KiB pinned,
+// not the configured 128 KiB). Only local writes use it (the receive buffer
+// is the peer's window and stays whole: stream.h). Its whole span is reserved
 // at once (address space only), so whatever lies in it stays where it is as
 // it grows; pages are touched and pinned only as far as it has grown.
 #pragma once
@@ -29,7 +30,6 @@ class GrowingBuffer {
   uint8_t* ring() const { return base_; }
   uint32_t size() const { return size_; }
   uint32_t lkey() const { return mr_->lkey; }
-  uint32_t rkey() const { return mr_->rkey; }
   bool made() const { return base_ != nullptr; }  // init() was called (and never cleared)
   // Doubles the ring, registering the larger span; false (the ring as it
   // was) at its configured size or when the registration fails

@@ -170,6 +170,10 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // The send ring doubles once a send found it full, when the bytes in
   // flight lie before where the next write goes (they must not wrap).
   void grow_send_ring() REQUIRES(cq_mutex_);
+  // Send-ring bytes taken and not given back yet (inline sends' too).
+  uint32_t sbuf_in_flight() const REQUIRES(cq_mutex_) {
+    return sbuf_.size() - static_cast<uint32_t>(sbuf_bytes_avail_);
+  }
   // A write of up to want bytes through the send ring: what fits. A write
   // cut short, or one that leaves too little for the next (which then
   // waits for completions), marks the ring for growth; a stream of small

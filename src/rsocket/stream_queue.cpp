@@ -171,9 +171,8 @@ int StreamSocket::post_from_sbuf(const void* buf, uint32_t len, uint32_t imm, ui
 void StreamSocket::grow_send_ring() {
   if (!sbuf_starved_ || sbuf_.has_old()) return;
   uint32_t size = sbuf_.size();
-  auto in_flight = size - static_cast<uint32_t>(sbuf_bytes_avail_);
   auto at = static_cast<uint32_t>(ssgl_[0].addr - reinterpret_cast<uintptr_t>(sbuf_.ring()));
-  if (at < in_flight) return;
+  if (at < sbuf_in_flight()) return;
   sbuf_starved_ = false;
   if (!sbuf_.grow()) return;
   sbuf_bytes_avail_ += static_cast<int>(sbuf_.size() - size);
@@ -365,9 +364,7 @@ int StreamSocket::take_completions() {
     }
   }
   // The send ring's previous registration, once nothing in flight uses it.
-  if (sbuf_.has_old() &&
-      sbuf_.size() - static_cast<uint32_t>(sbuf_bytes_avail_) <= sbuf_posted_ - sbuf_grow_mark_)
-    sbuf_.retire_old();
+  if (sbuf_.has_old() && sbuf_in_flight() <= sbuf_posted_ - sbuf_grow_mark_) sbuf_.retire_old();
   if (state_ & kConnected) {
     while (!ret && taken--) ret = post_recv();
     if (ret) {
