@@ -61,7 +61,6 @@ struct Endpoint {
 };
 
 // 0 or -errno; on failure *out holds what was made (its destructor frees it).
-// ahead: made in the background, before any socket wants it.
-int make_endpoint(const EndpointShape& shape, Endpoint* out, bool ahead = false);
+int make_endpoint(const EndpointShape& shape, Endpoint* out);
 
 }  // namespace rdmacm::rsocket
