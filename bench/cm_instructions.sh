@@ -61,7 +61,7 @@ profile() {
 }
 
 # Callgrind's name compression, for the readers below: "(id) name" the first
-# time, "(id)" after.
+# time, "(id)" after; the names neither reader uses are only recorded.
 CG_NAMES='
 	function name(kind, s,   id) {
 		if (match(s, /^\([0-9]+\)/)) {
@@ -70,7 +70,10 @@ CG_NAMES='
 			return tab[kind, id]
 		}
 		return s
-	}'
+	}
+	/^cfn=/ { name("fn", substr($0, 5)); next }
+	/^(fl|fi|fe)=/ { name("fl", substr($0, 4)); next }
+	/^(cfi|cfl)=/ { name("fl", substr($0, 5)); next }'
 
 # self_costs FILE: "Ir<TAB>object<TAB>function" for every function, read from
 # the profile itself (callgrind_annotate names code inlined from a header by
@@ -82,9 +85,6 @@ self_costs() {
 	/^ob=/ { ob = name("ob", substr($0, 4)); next }
 	/^cob=/ { name("ob", substr($0, 5)); next }
 	/^fn=/ { fn = name("fn", substr($0, 4)); next }
-	/^cfn=/ { name("fn", substr($0, 5)); next }
-	/^(fl|fi|fe)=/ { name("fl", substr($0, 4)); next }
-	/^(cfi|cfl)=/ { name("fl", substr($0, 5)); next }
 	/^calls=/ { skip = 1; next }  # the next line is the callee'"'"'s inclusive cost
 	/^[0-9+*-]/ { cost[ob "\t" fn] += $2 }
 	END { for (k in cost) print cost[k] "\t" k }' "$1"
@@ -97,9 +97,6 @@ calls() {
 	/^ob=/ { ob = name("ob", substr($0, 4)); cob = ""; next }
 	/^fn=/ { name("fn", substr($0, 4)); cob = ""; next }
 	/^cob=/ { cob = name("ob", substr($0, 5)); next }
-	/^cfn=/ { name("fn", substr($0, 5)); next }
-	/^(fl|fi|fe)=/ { name("fl", substr($0, 4)); next }
-	/^(cfi|cfl)=/ { name("fl", substr($0, 5)); next }
 	/^calls=/ { call = 1; next }
 	call {  # the call'"'"'s inclusive cost; the callee is in cob, or in ob if none was named
 		call = 0
