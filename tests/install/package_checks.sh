@@ -73,22 +73,24 @@ pair() {
 	ucmatose) srv=(ucmatose); cli=(ucmatose -s "$RXE_IP") port=7471 ;;
 	esac
 	before=$(cat "$sent")
-	env -i PATH=/usr/bin:/bin "${srv[@]}" >"$work/srv" 2>&1 & spid=$!
+	# stderr apart: the race's judge reads its last line, and stdout (a file:
+	# buffered) is flushed after it when the tool exits.
+	env -i PATH=/usr/bin:/bin "${srv[@]}" >"$work/srv" 2>"$work/srv.err" & spid=$!
 	slib=$(mapped_lib $spid)
 	# Until it listens (or has died), with a bound.
-	wait_ready cm $port $spid 60 || { wr=$?; cat "$work/srv"; fail "$tool server: not listening (wait_ready $wr)"; }
+	wait_ready cm $port $spid 60 || { wr=$?; cat "$work/srv" "$work/srv.err"; fail "$tool server: not listening (wait_ready $wr)"; }
 	# The server stopped, the client waits for its answer: it cannot end
 	# before its maps are read.
 	kill -STOP $spid
-	env -i PATH=/usr/bin:/bin "${cli[@]}" >"$work/cli" 2>&1 & cpid=$!
+	env -i PATH=/usr/bin:/bin "${cli[@]}" >"$work/cli" 2>"$work/cli.err" & cpid=$!
 	clib=$(mapped_lib $cpid)
 	kill -CONT $spid
 	wait $cpid || rc=$?
-	! peer_exit_race "$tool" $rc "$work/cli" "$tool client" || rc=0
-	[ $rc = 0 ] || { cat "$work/cli"; fail "$tool client: exit status $rc"; }
+	! peer_exit_race "$tool" $rc "$work/cli.err" "$tool client" || rc=0
+	[ $rc = 0 ] || { cat "$work/cli" "$work/cli.err"; fail "$tool client: exit status $rc"; }
 	wait $spid || rc=$?
-	! peer_exit_race "$tool" $rc "$work/srv" "$tool server" || rc=0
-	[ $rc = 0 ] || { cat "$work/srv"; fail "$tool server: exit status $rc"; }
+	! peer_exit_race "$tool" $rc "$work/srv.err" "$tool server" || rc=0
+	[ $rc = 0 ] || { cat "$work/srv" "$work/srv.err"; fail "$tool server: exit status $rc"; }
 	expect_lib "$tool server (pid $spid)" "$slib" "$want"
 	expect_lib "$tool client (pid $cpid)" "$clib" "$want"
 	if [ "$tool" = rping ]; then
