@@ -105,7 +105,10 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   explicit StreamSocket(const StreamSocket* listener);
 
   // stream_connect.cpp: the handshake.
-  int advance_connect();  // drives the connect state machine one step
+  // Drives the connect state machine one step; another thread's connect
+  // under way: -EALREADY at once, or (wait) once it ended.
+  int advance_connect(bool wait = true) EXCLUDES(connect_mutex_);
+  int connect_step() REQUIRES(connect_mutex_);
   int create_endpoint();  // CQ, QP, buffers, posted receives
   void format_conn_data(wire::ConnData* out) const;
   void save_conn_data(const wire::ConnData& in);

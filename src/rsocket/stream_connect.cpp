@@ -26,16 +26,34 @@ ibv_mr* register_buffer(rdma_cm_id* id, void* addr, size_t len, bool remote_writ
 
 }  // namespace
 
+int StreamSocket::advance_connect(bool wait) {
+  if (!connect_mutex_.try_lock()) {
+    // Another thread's connect is under way (a blocking one holds the lock
+    // to its end): the kernel's SYN_SENT, which a blocking recv or send
+    // waits out and poll reports not ready.
+    if (!wait) return -EALREADY;
+    connect_mutex_.lock();
+  }
+  int err = connect_step();
+  connect_mutex_.unlock();
+  return err;
+}
+
 // One step of the active side's handshake: resolve the address, the route,
 // connect, and read the peer's connection data. A non-blocking socket leaves
 // each step pending (EINPROGRESS) and the CM service (or the application's
 // next call) comes back here when the step's event arrives.
-int StreamSocket::advance_connect() {
-  LockGuard lock(connect_mutex_);
+int StreamSocket::connect_step() {
   int err = 0;
   switch (state_) {
     case kInit:
     case kBound:
+      // Opening, to every other thread, from here to the end (a blocking
+      // connect runs to it in this call): left in kInit, a recv from
+      // another thread said ENOTCONN, and poll "hung up", while the
+      // connect was about to succeed (CPython's TCPCloserTest, whose
+      // server thread reads the client's socket).
+      state_ = kResolvingAddr;
     resolve_addr:
       err = core::resolve_addr(id_, nullptr, &id_->route.addr.dst_addr, 1000 << retries_++);
       if (!err) goto resolve_route;

@@ -8,6 +8,7 @@
 // otherwise, the test skips there and says what rdma-core does.
 #include <gtest/gtest.h>
 #include <rdma/rsocket.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -303,6 +304,60 @@ TEST(RsocketAsTcp, ShutdownOfAListenerWakesABlockedAccept) {
   EXPECT_EQ(raccept(l, nullptr, nullptr), -1);
   EXPECT_EQ(errno, EINVAL);
   EXPECT_EQ(rclose(l), 0);
+}
+
+
+// A blocking connect under way in one thread is, to the others, the kernel's
+// SYN_SENT: poll says not ready (not hung up), a non-blocking receive EAGAIN
+// (not ENOTCONN), a blocking one waits for the connection and its first
+// byte. Ours answers one request per free backlog slot without raccept, so
+// a second client's connect waits until the first is accepted. (Left looking unconnected, a CPython server
+// thread reading its client's socket got ENOTCONN under load.)
+TEST(RsocketAsTcp, AConnectUnderWayInAnotherThreadIsOpeningToTheOthers) {
+  if (reference()) GTEST_SKIP() << "rdma-core 44 crashes here (SIGSEGV, measured on rxe)";
+  constexpr uint16_t kPort = 7598;
+  int l = rsocket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  rsetsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in a = device_addr(kPort);
+  ASSERT_EQ(rbind(l, sa(&a), sizeof(a)), 0) << strerror(errno);
+  ASSERT_EQ(rlisten(l, 1), 0) << strerror(errno);
+  auto dial = [&](int fd) { return rconnect(fd, sa(&a), sizeof(a)) ? -errno : 0; };
+  int first = rsocket(AF_INET, SOCK_STREAM, 0), second = rsocket(AF_INET, SOCK_STREAM, 0);
+  auto filled = std::async(std::launch::async, dial, first);
+  filled.wait_for(scaled(2000ms));  // ours: connected, the backlog full; rdma-core's: waits
+  auto connecting = std::async(std::launch::async, dial, second);
+
+  // Until the connect is under way (the thread may not have started it).
+  pollfd p{second, POLLIN | POLLOUT, 0};
+  auto until = std::chrono::steady_clock::now() + scaled(5s);
+  while (rpoll(&p, 1, 0) != 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  EXPECT_EQ(p.revents, 0) << "a connect under way polled as never connected";
+  EXPECT_NE(connecting.wait_for(0ms), std::future_status::ready) << "the second connect did not wait";
+  char b = 0;
+  errno = 0;
+  EXPECT_EQ(rrecv(second, &b, 1, MSG_DONTWAIT), -1);
+  EXPECT_EQ(errno, EAGAIN) << strerror(errno);
+  EXPECT_EQ(rpoll(&p, 1, 300), 0);
+  auto reader = std::async(std::launch::async, [&] {
+    char c = 0;
+    ssize_t n = rrecv(second, &c, 1, 0);
+    return n == 1 ? c : n < 0 ? -errno : 0;
+  });
+
+  // Each accepted end sends its own byte: the reader gets its peer's.
+  int ends[2];
+  for (int& s : ends) {
+    s = raccept(l, nullptr, nullptr);
+    ASSERT_GE(s, 0) << strerror(errno);
+  }
+  for (int s : ends) ASSERT_EQ(rsend(s, "x", 1, 0), 1) << strerror(errno);
+  ASSERT_EQ(connecting.wait_for(scaled(10s)), std::future_status::ready);
+  EXPECT_EQ(connecting.get(), 0);
+  ASSERT_EQ(reader.wait_for(scaled(10s)), std::future_status::ready);
+  EXPECT_EQ(reader.get(), 'x');
+  EXPECT_EQ(filled.get(), 0);
+  for (int fd : {ends[0], ends[1], first, second, l}) rclose(fd);
 }
 
 }  // namespace
