@@ -327,11 +327,10 @@ int StreamSocket::connect(const sockaddr* addr, socklen_t len) {
   if (state_ == kInit || state_ == kBound) {
     if (int err = check_inet_addr(addr, len, id_->route.addr.src_addr.sa_family, false)) return err;
   }
-  {
-    LockGuard lock(connect_mutex_);
-    if (state_ == kInit || state_ == kBound) std::memcpy(&id_->route.addr.dst_addr, addr, len);
-  }
   // Another thread's connect under way: EALREADY, as connect(2).
+  if (!connect_mutex_.try_lock()) return -EALREADY;
+  if (state_ == kInit || state_ == kBound) std::memcpy(&id_->route.addr.dst_addr, addr, len);
+  connect_mutex_.unlock();
   int err = advance_connect(false);
   // A connect that ended here (a blocking one, above all): sleepers in rpoll
   // or repoll on this socket from other threads look again (its events were

@@ -306,13 +306,13 @@ TEST(RsocketAsTcp, ShutdownOfAListenerWakesABlockedAccept) {
   EXPECT_EQ(rclose(l), 0);
 }
 
-
 // A blocking connect under way in one thread is, to the others, the kernel's
 // SYN_SENT: poll says not ready (not hung up), a non-blocking receive EAGAIN
-// (not ENOTCONN), a blocking one waits for the connection and its first
-// byte. Ours answers one request per free backlog slot without raccept, so
-// a second client's connect waits until the first is accepted. (Left looking unconnected, a CPython server
-// thread reading its client's socket got ENOTCONN under load.)
+// (not ENOTCONN), a second connect EALREADY, a blocking receive waits for
+// the connection and its first byte. Ours answers one request per free
+// backlog slot without raccept, so a second client's connect waits until the
+// first is accepted. (Left looking unconnected, a CPython server thread
+// reading its client's socket got ENOTCONN under load.)
 TEST(RsocketAsTcp, AConnectUnderWayInAnotherThreadIsOpeningToTheOthers) {
   if (reference()) GTEST_SKIP() << "rdma-core 44 crashes here (SIGSEGV, measured on rxe)";
   constexpr uint16_t kPort = 7598;
@@ -339,6 +339,9 @@ TEST(RsocketAsTcp, AConnectUnderWayInAnotherThreadIsOpeningToTheOthers) {
   EXPECT_EQ(rrecv(second, &b, 1, MSG_DONTWAIT), -1);
   EXPECT_EQ(errno, EAGAIN) << strerror(errno);
   EXPECT_EQ(rpoll(&p, 1, 300), 0);
+  errno = 0;
+  EXPECT_EQ(rconnect(second, sa(&a), sizeof(a)), -1);
+  EXPECT_EQ(errno, EALREADY) << strerror(errno);
   auto reader = std::async(std::launch::async, [&] {
     char c = 0;
     ssize_t n = rrecv(second, &c, 1, 0);
