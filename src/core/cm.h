@@ -10,6 +10,8 @@
 
 namespace rdmacm::core {
 
+struct Device;  // core/device_table.h
+
 // Event channels and events (core/channels.cpp)
 int create_channel(rdma_event_channel** out);
 int destroy_channel(rdma_event_channel* channel);
@@ -73,6 +75,29 @@ int get_request(rdma_cm_id* listen, rdma_cm_id** id);
 int complete_pending(rdma_cm_id* id);
 int flush_qp(rdma_cm_id* id);
 uint32_t max_qp_wr(rdma_cm_id* id);
+// A QP made ahead on the id's device (ibv_create_qp, still in RESET) becomes
+// the id's, as rdma_create_qp's would: moved to INIT for the id's port. The
+// CQs are the caller's to set on the id (core/qps.cpp).
+int attach_qp(rdma_cm_id* id, ibv_qp* qp);
+// Keeps the id's device open while the holder has verbs objects of its own
+// on it (a removed device's context closes once no id and no hold is left
+// on it, core/device_table.h). Empty if the id has no device or it was
+// removed.
+class DeviceHold {
+ public:
+  DeviceHold() = default;
+  explicit DeviceHold(rdma_cm_id* id);
+  DeviceHold(DeviceHold&& o) noexcept : device_(o.device_) { o.device_ = nullptr; }
+  DeviceHold& operator=(DeviceHold&& o) noexcept;
+  DeviceHold(const DeviceHold&) = delete;
+  DeviceHold& operator=(const DeviceHold&) = delete;
+  ~DeviceHold() { reset(); }
+  explicit operator bool() const { return device_ != nullptr; }
+  void reset();
+
+ private:
+  Device* device_ = nullptr;
+};
 
 // Events written by the application (core/user_events.cpp)
 int write_event(rdma_cm_id* id, uint32_t event, int status, uint64_t arg);

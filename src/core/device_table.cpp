@@ -91,7 +91,7 @@ void DeviceTable::release_removed() {
   {
     LockGuard lock(mutex_);
     for (auto& d : devices_)
-      if (d->removed) idle.push_back(d.get());
+      if (d->removed && !d->holds.load()) idle.push_back(d.get());
   }
   if (idle.empty()) return;
   // Leaf locks: the ids' table is read without ours held. No id can bind to
@@ -102,7 +102,7 @@ void DeviceTable::release_removed() {
   });
   LockGuard lock(mutex_);
   for (Device* d : idle) {
-    if (!d) continue;
+    if (!d || d->holds.load()) continue;  // held meanwhile: its last hold comes back here
     auto it = std::find_if(devices_.begin(), devices_.end(),
                            [&](const auto& p) { return p.get() == d; });
     if (it == devices_.end()) continue;  // another destroy released it first

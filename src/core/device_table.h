@@ -32,6 +32,7 @@ struct Device {
   uint32_t max_qp_wr = 0;  // work requests a QP of this device may hold
   std::vector<uint8_t> link_layer;  // per port, index port_num - 1
   std::atomic<bool> removed{false};  // DEVICE_REMOVAL seen: no new id binds here
+  std::atomic<int> holds{0};  // DeviceHolds (core/cm.h): users that are not ids
 };
 
 class DeviceTable {
@@ -53,8 +54,9 @@ class DeviceTable {
 
   // The kernel reported DEVICE_REMOVAL for an id on d.
   void mark_removed(Device* d);
-  // Closes the PD and context of every removed device no id is on any more
-  // (called after an id is destroyed; one relaxed load when none was removed).
+  // Closes the PD and context of every removed device no id and no hold is
+  // on any more (called after an id is destroyed or a hold let go of; one
+  // relaxed load when none was removed).
   void release_removed() EXCLUDES(mutex_);
 
  private:

@@ -53,4 +53,35 @@ uint32_t max_qp_wr(rdma_cm_id* pub) {
   return smallest;
 }
 
+DeviceHold::DeviceHold(rdma_cm_id* pub) {
+  auto id = find_id(pub);
+  if (!id || !id->device) return;
+  Device* d = id->device;
+  // Counted first, then checked: release_removed, which runs after removed
+  // is set, then sees the count, or this hold backs off unused.
+  d->holds.fetch_add(1);
+  if (d->removed.load()) {
+    d->holds.fetch_sub(1);
+    DeviceTable::instance().release_removed();
+    return;
+  }
+  device_ = d;
+}
+
+DeviceHold& DeviceHold::operator=(DeviceHold&& o) noexcept {
+  if (this != &o) {
+    reset();
+    device_ = o.device_;
+    o.device_ = nullptr;
+  }
+  return *this;
+}
+
+void DeviceHold::reset() {
+  if (!device_) return;
+  device_->holds.fetch_sub(1);
+  device_ = nullptr;
+  DeviceTable::instance().release_removed();
+}
+
 }  // namespace rdmacm::core

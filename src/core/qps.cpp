@@ -49,6 +49,19 @@ int create_cqs(rdma_cm_id& id, uint32_t send_size, uint32_t recv_size) {
   return err;
 }
 
+// The id takes a QP just made on its device: in INIT, its ECE read.
+int take_qp(CmId& id, ibv_qp* qp) {
+  ibv_ece ece{};
+  if (!ibv_query_ece(qp, &ece)) {
+    id.local_ece.vendor_id = ece.vendor_id;
+    id.local_ece.attr_mod = ece.options;
+  }
+  if (int err = modify_qp_init(id, qp)) return err;
+  id.pub.pd = qp->pd;
+  id.pub.qp = qp;
+  return 0;
+}
+
 }  // namespace
 
 int create_qp_ex(rdma_cm_id* pub, ibv_qp_init_attr_ex* attr) {
@@ -88,19 +101,20 @@ int create_qp_ex(rdma_cm_id* pub, ibv_qp_init_attr_ex* attr) {
     destroy_cqs(p);
     return err;
   }
-  ibv_ece ece{};
-  if (!ibv_query_ece(qp, &ece)) {
-    id->local_ece.vendor_id = ece.vendor_id;
-    id->local_ece.attr_mod = ece.options;
-  }
-  if (int err = modify_qp_init(*id, qp)) {
+  if (int err = take_qp(*id, qp)) {
     ibv_destroy_qp(qp);
     destroy_cqs(p);
     return err;
   }
-  p.pd = qp->pd;
-  p.qp = qp;
   return 0;
+}
+
+int attach_qp(rdma_cm_id* pub, ibv_qp* qp) {
+  auto id = find_id(pub);
+  if (!id || !qp) return -EINVAL;
+  rdma_cm_id& p = id->pub;
+  if (p.qp || !p.verbs || qp->context != p.verbs || qp->qp_type != p.qp_type) return -EINVAL;
+  return take_qp(*id, qp);
 }
 
 int create_qp(rdma_cm_id* pub, ibv_pd* pd, ibv_qp_init_attr* attr) {

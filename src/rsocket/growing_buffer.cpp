@@ -4,10 +4,22 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <utility>
 
 namespace rdmacm::rsocket {
 
 GrowingBuffer::~GrowingBuffer() { clear(); }
+
+void GrowingBuffer::swap(GrowingBuffer& o) noexcept {
+  std::swap(pd_, o.pd_);
+  std::swap(access_, o.access_);
+  std::swap(base_, o.base_);
+  std::swap(span_, o.span_);
+  std::swap(size_, o.size_);
+  std::swap(most_, o.most_);
+  std::swap(mr_, o.mr_);
+  std::swap(old_mr_, o.old_mr_);
+}
 
 void GrowingBuffer::clear() {
   retire_old();

@@ -23,6 +23,13 @@ class GrowingBuffer {
   GrowingBuffer() = default;
   GrowingBuffer(const GrowingBuffer&) = delete;
   GrowingBuffer& operator=(const GrowingBuffer&) = delete;
+  // Moved whole (a stream endpoint made ahead: endpoint.h); what the target
+  // held goes to the source.
+  GrowingBuffer(GrowingBuffer&& o) noexcept { swap(o); }
+  GrowingBuffer& operator=(GrowingBuffer&& o) noexcept {
+    swap(o);
+    return *this;
+  }
   ~GrowingBuffer();
 
   // 0 or -errno. most: the configured size.
@@ -42,6 +49,8 @@ class GrowingBuffer {
   void clear();  // deregistered and unmapped (the destructor's)
 
  private:
+  void swap(GrowingBuffer& o) noexcept;
+
   ibv_pd* pd_ = nullptr;
   int access_ = 0;
   uint8_t* base_ = nullptr;

@@ -3,28 +3,28 @@
 #include <fcntl.h>
 
 #include <cerrno>
+#include <utility>
 
 #include "core/cm.h"
 
 namespace rdmacm::rsocket {
 
-int create_queue_pair(rdma_cm_id* id, const QueuePairShape& shape, Sizes* sizes) {
-  id->recv_cq_channel = ibv_create_comp_channel(id->verbs);
-  if (!id->recv_cq_channel) return errno ? -errno : -ENOMEM;
-  id->send_cq_channel = id->recv_cq_channel;
+int make_queue_pair(ibv_pd* pd, const QueuePairShape& shape, Sizes* sizes, QueuePair* out) {
+  errno = 0;
+  out->channel = ibv_create_comp_channel(pd->context);
+  if (!out->channel) return errno ? -errno : -ENOMEM;
   if (shape.nonblocking_channel) {
-    int flags = fcntl(id->recv_cq_channel->fd, F_GETFL);
-    if (flags < 0 || fcntl(id->recv_cq_channel->fd, F_SETFL, flags | O_NONBLOCK)) return -errno;
+    int flags = fcntl(out->channel->fd, F_GETFL);
+    if (flags < 0 || fcntl(out->channel->fd, F_SETFL, flags | O_NONBLOCK)) return -errno;
   }
-  id->recv_cq = ibv_create_cq(id->verbs, sizes->sq_size + sizes->rq_size, id, id->recv_cq_channel, 0);
-  if (!id->recv_cq) return errno ? -errno : -ENOMEM;
-  id->send_cq = id->recv_cq;
-  ibv_req_notify_cq(id->recv_cq, 0);
+  out->cq = ibv_create_cq(pd->context, sizes->sq_size + sizes->rq_size, nullptr, out->channel, 0);
+  if (!out->cq) return errno ? -errno : -ENOMEM;
+  ibv_req_notify_cq(out->cq, 0);
 
   ibv_qp_init_attr attr{};
   attr.qp_context = shape.context;
-  attr.send_cq = id->send_cq;
-  attr.recv_cq = id->recv_cq;
+  attr.send_cq = out->cq;
+  attr.recv_cq = out->cq;
   attr.qp_type = shape.type;
   attr.sq_sig_all = shape.signal_all;
   attr.cap.max_send_wr = sizes->sq_size;
@@ -32,9 +32,39 @@ int create_queue_pair(rdma_cm_id* id, const QueuePairShape& shape, Sizes* sizes)
   attr.cap.max_send_sge = shape.send_sge;
   attr.cap.max_recv_sge = shape.recv_sge;
   attr.cap.max_inline_data = sizes->sq_inline;
-  if (int err = core::create_qp(id, nullptr, &attr)) return err;
+  out->qp = ibv_create_qp(pd, &attr);
+  if (!out->qp) return errno ? -errno : -ENOMEM;
   sizes->sq_inline = static_cast<uint16_t>(attr.cap.max_inline_data);
   return 0;
+}
+
+void free_queue_pair(QueuePair* q) {
+  if (q->qp) ibv_destroy_qp(q->qp);
+  if (q->cq) ibv_destroy_cq(q->cq);
+  if (q->channel) ibv_destroy_comp_channel(q->channel);
+  *q = {};
+}
+
+int attach_queue_pair(rdma_cm_id* id, QueuePair* q) {
+  q->cq->cq_context = id;
+  id->recv_cq_channel = id->send_cq_channel = std::exchange(q->channel, nullptr);
+  id->recv_cq = id->send_cq = std::exchange(q->cq, nullptr);
+  ibv_qp* qp = std::exchange(q->qp, nullptr);
+  if (int err = core::attach_qp(id, qp)) {
+    ibv_destroy_qp(qp);
+    return err;
+  }
+  return 0;
+}
+
+int create_queue_pair(rdma_cm_id* id, const QueuePairShape& shape, Sizes* sizes) {
+  if (!id->pd) return -ENODEV;
+  QueuePair q;
+  if (int err = make_queue_pair(id->pd, shape, sizes, &q)) {
+    free_queue_pair(&q);
+    return err;
+  }
+  return attach_queue_pair(id, &q);
 }
 
 void destroy_queue_pair(rdma_cm_id* id, unsigned unacked) {

@@ -1,8 +1,9 @@
 // What both socket kinds put on an id: one completion channel, one CQ for
 // sends and receives on it (armed from the start: a thread already asleep
 // on the channel wakes for the first completion), and a QP on that CQ
-// (every send signalled, or only those that ask). Torn down the same way,
-// whatever part was made.
+// (every send signalled, or only those that ask). They can be made before
+// the id exists (a stream endpoint made ahead: endpoint_spares.h) and given
+// to it later. Torn down the same way, whatever part was made.
 #pragma once
 
 #include <rdma/rdma_cma.h>
@@ -19,9 +20,24 @@ struct QueuePairShape {
   bool signal_all = true;    // else only sends with IBV_SEND_SIGNALED complete when fine
 };
 
-// Queue depths and inline bytes from sizes; sizes->sq_inline becomes what
-// the device granted (as rdma-core 44). 0 or -errno; on failure the id keeps
-// what was made, for destroy_queue_pair.
+// The three, not yet an id's.
+struct QueuePair {
+  ibv_comp_channel* channel = nullptr;
+  ibv_cq* cq = nullptr;
+  ibv_qp* qp = nullptr;  // in RESET
+};
+
+// Makes them on pd, with queue depths and inline bytes from sizes;
+// sizes->sq_inline becomes what the device granted (as rdma-core 44). 0 or
+// -errno; on failure *out holds what was made, for free_queue_pair.
+int make_queue_pair(ibv_pd* pd, const QueuePairShape& shape, Sizes* sizes, QueuePair* out);
+void free_queue_pair(QueuePair* q);
+// The id takes them (emptying *q): its CQ and channel fields, the QP through
+// core::attach_qp (to INIT). On failure the QP is destroyed and the id keeps
+// the rest, for destroy_queue_pair.
+int attach_queue_pair(rdma_cm_id* id, QueuePair* q);
+
+// make_queue_pair on the id's PD, then attach_queue_pair.
 int create_queue_pair(rdma_cm_id* id, const QueuePairShape& shape, Sizes* sizes);
 
 // unacked: CQ events taken and not acknowledged yet.

@@ -91,17 +91,12 @@ StreamSocket* StreamSocket::create(int domain, int* err) {
 StreamSocket::~StreamSocket() {
   if (fd_ >= 0 && find_socket(fd_) == this) remove_file(fd_);
   release_mappings();
-  sbuf_.clear();
-  if (ctrl_mr_) ibv_dereg_mr(ctrl_mr_);
-  if (rmr_) ibv_dereg_mr(rmr_);
-  if (target_mr_) ibv_dereg_mr(target_mr_);
+  ep_.deregister();
   if (id_) {
     destroy_queue_pair(id_, static_cast<unsigned>(unack_cqe_));
     core::destroy_id(id_);
   }
-  std::free(ctrl_slots_);
-  std::free(rbuf_);
-  std::free(target_sgl_);
+  // ep_'s memory (and a queue pair it still holds) goes with it.
   for (int fd : accept_queue_)
     if (fd >= 0) ::close(fd);
 }

@@ -11,7 +11,7 @@
 #include "common/mutex.h"
 
 #include "rsocket/completion_wait.h"
-#include "rsocket/growing_buffer.h"
+#include "rsocket/endpoint.h"
 #include "rsocket/message.h"
 #include "rsocket/protocol.h"
 #include "rsocket/sizes.h"
@@ -175,7 +175,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   void grow_send_ring() REQUIRES(cq_mutex_);
   // Send-ring bytes taken and not given back yet (inline sends' too).
   uint32_t sbuf_in_flight() const REQUIRES(cq_mutex_) {
-    return sbuf_.size() - static_cast<uint32_t>(sbuf_bytes_avail_);
+    return ep_.sbuf.size() - static_cast<uint32_t>(sbuf_bytes_avail_);
   }
   // A write of up to want bytes through the send ring: what fits. A write
   // cut short, or one that leaves too little for the next (which then
@@ -212,10 +212,10 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // Send-queue entries a message takes: the write and, on iWARP, its SEND.
   int message_wrs() const { return msg_send_ ? 2 : 1; }
   // iWARP: the receive slot of message i, past the receive buffer.
-  uint8_t* message_slot(uint32_t i) const { return rbuf_ + sizes_.rbuf_size + i * wire::kMsgSize; }
+  uint8_t* message_slot(uint32_t i) const { return ep_.rbuf + sizes_.rbuf_size + i * wire::kMsgSize; }
   // A control message's slot, when too big to go inline.
   uint8_t* ctrl_slot(uint32_t seq) const {
-    return ctrl_slots_ + wire::kMaxCtrlMessage * (seq & (wire::kCtrlMessages - 1));
+    return ep_.ctrl_slots + wire::kMaxCtrlMessage * (seq & (wire::kCtrlMessages - 1));
   }
   bool conn_can_send() const REQUIRES(cq_mutex_) { return can_send() || !(state_ & kWritable); }
   bool ctrl_available() const REQUIRES(cq_mutex_) { return ctrl_seqno_ != ctrl_max_seqno_; }
@@ -267,19 +267,14 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   Sizes sizes_;
   uint16_t target_iomap_size_;
 
-  // Buffers, registered with the id's PD. The send ring grows with the
-  // traffic (growing_buffer.h); the receive buffer is the window the peer
-  // may fill without our reading (programs count on it as on TCP's: a
-  // 64 KiB reply sent before the peer reads), registered whole at once.
-  // Control messages too big to go inline have slots of their own, made
-  // only then.
-  GrowingBuffer sbuf_;
-  uint8_t* ctrl_slots_ = nullptr;
-  ibv_mr* ctrl_mr_ = nullptr;
-  uint8_t* rbuf_ = nullptr;
-  ibv_mr* rmr_ = nullptr;
-  wire::Sge* target_sgl_ = nullptr;  // kTargetSglSize entries the peer writes, then the iomap
-  ibv_mr* target_mr_ = nullptr;
+  // Buffers, registered with the id's PD (endpoint.h), made at connect or
+  // accept, or taken made ahead (endpoint_spares.h). The send ring grows
+  // with the traffic (growing_buffer.h); the receive buffer is the window
+  // the peer may fill without our reading (programs count on it as on
+  // TCP's: a 64 KiB reply sent before the peer reads), registered whole at
+  // once. Control messages too big to go inline have slots of their own,
+  // made only then.
+  Endpoint ep_;
 
   // Sequence numbers: messages sent / allowed, consumed / credited.
   uint32_t ctrl_seqno_ GUARDED_BY(cq_mutex_) = 0;

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "core/cm.h"
-#include "rsocket/buffers.h"
+#include "rsocket/endpoint_spares.h"
 #include "rsocket/kernel_fds.h"
 #include "rsocket/queue_pair.h"
 #include "rsocket/stream.h"
@@ -18,11 +18,6 @@ namespace {
 
 constexpr int kConnRetries = 6;
 constexpr uint16_t kQpMinSize = 16;
-
-ibv_mr* register_buffer(rdma_cm_id* id, void* addr, size_t len, bool remote_write) {
-  int access = IBV_ACCESS_LOCAL_WRITE | (remote_write ? IBV_ACCESS_REMOTE_WRITE : 0);
-  return ibv_reg_mr(id->pd, addr, len, access);
-}
 
 }  // namespace
 
@@ -145,36 +140,27 @@ int StreamSocket::connect_step() {
 }
 
 int StreamSocket::create_endpoint() {
+  if (!id_->pd) return -ENODEV;
   sizes_.fit_queues(core::max_qp_wr(id_), kQpMinSize);
   // iWARP has no RDMA write with immediate data: each message is a SEND
   // (stream_queue.cpp), as rdma-core 44's RS_OPT_MSG_SEND.
   msg_send_ = id_->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
-  QueuePairShape shape{IBV_QPT_RC, 2, 1, static_cast<bool>(fd_flags_ & O_NONBLOCK), this, false};
-  if (int err = create_queue_pair(id_, shape, &sizes_)) return err;
-  if (msg_send_ && sizes_.sq_inline < wire::kMsgSize) return -ENOTSUP;
-
+  EndpointShape shape{id_->pd, sizes_, target_iomap_size_, msg_send_};
+  if (take_spare(shape, &ep_))
+    core::trace_rsocket(fd_, "takes an endpoint made ahead", 0);
+  else if (int err = make_endpoint(shape, &ep_))
+    return err;
+  endpoint_made(shape, id_);
+  sizes_.sq_inline = ep_.sq_inline;
+  if (int err = attach_queue_pair(id_, &ep_.qp)) return err;
+  id_->qp->qp_context = this;
+  if (fd_flags_ & O_NONBLOCK)
+    if (int err = set_fd_nonblocking(id_->recv_cq_channel->fd, true)) return err;
   rmsg_.assign(sizes_.rq_size + 1u, 0);
-  size_t target_len = sizeof(wire::Sge) * wire::kTargetSglSize +
-                      sizeof(wire::IomapEntry) * target_iomap_size_;
-  size_t rbuf_total = sizes_.rbuf_size + (msg_send_ ? sizes_.rq_size * wire::kMsgSize : 0);
-  rbuf_ = static_cast<uint8_t*>(forksafe_alloc(rbuf_total));
-  target_sgl_ = static_cast<wire::Sge*>(forksafe_alloc(target_len));
-  if (!rbuf_ || !target_sgl_) return -ENOMEM;
-  rmr_ = register_buffer(id_, rbuf_, rbuf_total, true);
-  target_mr_ = register_buffer(id_, target_sgl_, target_len, true);
-  if (!rmr_ || !target_mr_) return errno ? -errno : -ENOMEM;
-  if (sizes_.sq_inline < wire::kMaxCtrlMessage) {
-    size_t len = wire::kMaxCtrlMessage * wire::kCtrlMessages;
-    ctrl_slots_ = static_cast<uint8_t*>(forksafe_alloc(len));
-    if (!ctrl_slots_) return -ENOMEM;
-    ctrl_mr_ = register_buffer(id_, ctrl_slots_, len, false);
-    if (!ctrl_mr_) return errno ? -errno : -ENOMEM;
-  }
-  if (int err = sbuf_.init(id_->pd, IBV_ACCESS_LOCAL_WRITE, sizes_.sbuf_size)) return err;
 
   LockGuard lock(cq_mutex_);  // the data path's counters (no completion can come yet)
-  ssgl_[0].addr = ssgl_[1].addr = reinterpret_cast<uintptr_t>(sbuf_.ring());
-  sbuf_bytes_avail_ = static_cast<int>(sbuf_.size());
+  ssgl_[0].addr = ssgl_[1].addr = reinterpret_cast<uintptr_t>(ep_.sbuf.ring());
+  sbuf_bytes_avail_ = static_cast<int>(ep_.sbuf.size());
   rbuf_free_offset_ = static_cast<int>(sizes_.rbuf_size >> 1);
   rbuf_bytes_avail_ = static_cast<int>(sizes_.rbuf_size >> 1);
   sqe_avail_ = sizes_.sq_size - static_cast<int>(ctrl_max_seqno_);
@@ -190,8 +176,8 @@ int StreamSocket::create_endpoint() {
 void StreamSocket::format_conn_data(wire::ConnData* out) const {
   *out = wire::encode_conn_data(
       sizes_.rq_size, target_iomap_size_,
-      {reinterpret_cast<uintptr_t>(target_sgl_), target_mr_->rkey, wire::kTargetSglSize},
-      {reinterpret_cast<uintptr_t>(rbuf_), rmr_->rkey, sizes_.rbuf_size >> 1});
+      {reinterpret_cast<uintptr_t>(ep_.target_sgl), ep_.target_mr->rkey, wire::kTargetSglSize},
+      {reinterpret_cast<uintptr_t>(ep_.rbuf), ep_.rmr->rkey, sizes_.rbuf_size >> 1});
 }
 
 void StreamSocket::save_conn_data(const wire::ConnData& in) {
@@ -201,7 +187,7 @@ void StreamSocket::save_conn_data(const wire::ConnData& in) {
   remote_sge_ = 1;
   swap_sgl_ = peer.swap_sgl;
   remote_iomap_ = peer.iomap;
-  target_sgl_[0] = peer.data_buf;
+  ep_.target_sgl[0] = peer.data_buf;
   sseq_comp_ = peer.credits;
 }
 

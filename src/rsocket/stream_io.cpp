@@ -19,7 +19,7 @@ int StreamSocket::write_data(const void* buf, uint32_t length, const ibv_mr* dir
   ++sseq_no_;
   sqe_avail_ -= message_wrs();
   if (!direct) sbuf_bytes_avail_ -= static_cast<int>(length);
-  wire::Sge& target = target_sgl_[target_sge_];
+  wire::Sge& target = ep_.target_sgl[target_sge_];
   uint64_t addr = target.addr;
   uint32_t rkey = target.key;
   target.addr += length;
@@ -55,7 +55,7 @@ int StreamSocket::send_direct(const uint8_t* in, size_t len, int flags, size_t* 
       if ((ret = wait_send_room(flags))) break;
       LockGuard cq(cq_mutex_);
       auto size = static_cast<uint32_t>(
-          std::min<size_t>({piece - sent, target_sgl_[target_sge_].length, kMaxDirectWrite}));
+          std::min<size_t>({piece - sent, ep_.target_sgl[target_sge_].length, kMaxDirectWrite}));
       if ((ret = write_data(in + sent, size, mr))) break;
       sent += size;
     }
@@ -118,7 +118,7 @@ ssize_t StreamSocket::recv(void* buf, size_t len, int flags) {
       freed += static_cast<int>(size);
       while (size) {
         uint32_t chunk = std::min<uint32_t>(size, sizes_.rbuf_size - offset);
-        std::memcpy(out, &rbuf_[offset], chunk);
+        std::memcpy(out, &ep_.rbuf[offset], chunk);
         out += chunk;
         size -= chunk;
         offset += static_cast<int>(chunk);
@@ -183,7 +183,7 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
     uint32_t size = next_write_size(left);
     LockGuard cq(cq_mutex_);  // sends and completions update the same counters
     size = fit_send_ring(size);
-    size = std::min<uint32_t>(size, target_sgl_[target_sge_].length);
+    size = std::min<uint32_t>(size, ep_.target_sgl[target_sge_].length);
     ret = write_data(in, size);
     if (ret) break;
     left -= size;

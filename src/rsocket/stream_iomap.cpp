@@ -98,7 +98,7 @@ ssize_t StreamSocket::iowrite(const void* buf, size_t len, off_t offset, int fla
     if (int err = send_iomaps(flags)) return err;
   }
   // The peer's announced buffers, as it wrote them into our table.
-  auto* table = reinterpret_cast<volatile wire::IomapEntry*>(target_sgl_ + wire::kTargetSglSize);
+  auto* table = reinterpret_cast<volatile wire::IomapEntry*>(ep_.target_sgl + wire::kTargetSglSize);
   auto* in = static_cast<const uint8_t*>(buf);
   size_t left = len;
   uint64_t at = static_cast<uint64_t>(offset);

@@ -61,7 +61,7 @@ int StreamSocket::set_option(int level, int name, const void* value, socklen_t l
         case SO_RCVBUF:
         case SO_SNDBUF:
           // As rdma-core 44: until the buffers exist.
-          if (!(name == SO_RCVBUF ? rbuf_ != nullptr : sbuf_.made())) sizes_.set(level, name, v);
+          if (!(name == SO_RCVBUF ? ep_.rbuf != nullptr : ep_.sbuf.made())) sizes_.set(level, name, v);
           return 0;
         case SO_LINGER: {
           // Remembered and given back as set, as TCP's (rclose lingers in

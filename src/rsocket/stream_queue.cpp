@@ -51,7 +51,7 @@ StreamSocket::Signal StreamSocket::data_signal(uint32_t sbuf_bytes, bool force) 
   quiet_.wrs += message_wrs();
   quiet_.bytes += static_cast<int>(sbuf_bytes);
   bool signal = force || quiet_.wrs >= kSignalEvery || sqe_avail_ < sizes_.sq_size / 2 ||
-                sbuf_bytes_avail_ < static_cast<int>(sbuf_.size() / 2) || !ctrl_available();
+                sbuf_bytes_avail_ < static_cast<int>(ep_.sbuf.size() / 2) || !ctrl_available();
   return signal ? Signal::data : Signal::quiet;
 }
 
@@ -84,7 +84,7 @@ int StreamSocket::post_recv() {
     wr.wr_id |= rbuf_msg_index_;
     sge.addr = reinterpret_cast<uintptr_t>(message_slot(rbuf_msg_index_));
     sge.length = wire::kMsgSize;
-    sge.lkey = rmr_->lkey;
+    sge.lkey = ep_.rmr->lkey;
     wr.sg_list = &sge;
     wr.num_sge = 1;
     if (++rbuf_msg_index_ == sizes_.rq_size) rbuf_msg_index_ = 0;
@@ -146,9 +146,9 @@ int StreamSocket::post_from_sbuf(const void* buf, uint32_t len, uint32_t imm, ui
     ibv_sge sge{reinterpret_cast<uintptr_t>(in), len, 0};
     return post_write(&sge, 1, imm, IBV_SEND_INLINE, addr, rkey, with_imm, signal);
   }
-  auto ring = reinterpret_cast<uintptr_t>(sbuf_.ring());
-  auto to_end = static_cast<uint32_t>(ring + sbuf_.size() - ssgl_[0].addr);
-  ssgl_[0].lkey = ssgl_[1].lkey = sbuf_.lkey();
+  auto ring = reinterpret_cast<uintptr_t>(ep_.sbuf.ring());
+  auto to_end = static_cast<uint32_t>(ring + ep_.sbuf.size() - ssgl_[0].addr);
+  ssgl_[0].lkey = ssgl_[1].lkey = ep_.sbuf.lkey();
   if (len <= to_end) {
     std::memcpy(reinterpret_cast<void*>(ssgl_[0].addr), in, len);
     ssgl_[0].length = len;
@@ -159,7 +159,7 @@ int StreamSocket::post_from_sbuf(const void* buf, uint32_t len, uint32_t imm, ui
   ssgl_[0].length = to_end;
   std::memcpy(reinterpret_cast<void*>(ssgl_[0].addr), in, to_end);
   ssgl_[1].length = len - to_end;
-  std::memcpy(sbuf_.ring(), in + to_end, ssgl_[1].length);
+  std::memcpy(ep_.sbuf.ring(), in + to_end, ssgl_[1].length);
   int err = post_write(ssgl_, 2, imm, 0, addr, rkey, with_imm, signal);
   ssgl_[0].addr = ring + ssgl_[1].length;
   return err;
@@ -169,13 +169,13 @@ int StreamSocket::post_from_sbuf(const void* buf, uint32_t len, uint32_t imm, ui
 // must end where the next write goes: the ring then goes on past its old
 // end, and wraps at the new one.
 void StreamSocket::grow_send_ring() {
-  if (!sbuf_starved_ || sbuf_.has_old()) return;
-  uint32_t size = sbuf_.size();
-  auto at = static_cast<uint32_t>(ssgl_[0].addr - reinterpret_cast<uintptr_t>(sbuf_.ring()));
+  if (!sbuf_starved_ || ep_.sbuf.has_old()) return;
+  uint32_t size = ep_.sbuf.size();
+  auto at = static_cast<uint32_t>(ssgl_[0].addr - reinterpret_cast<uintptr_t>(ep_.sbuf.ring()));
   if (at < sbuf_in_flight()) return;
   sbuf_starved_ = false;
-  if (!sbuf_.grow()) return;
-  sbuf_bytes_avail_ += static_cast<int>(sbuf_.size() - size);
+  if (!ep_.sbuf.grow()) return;
+  sbuf_bytes_avail_ += static_cast<int>(ep_.sbuf.size() - size);
   sbuf_grow_mark_ = sbuf_posted_;
 }
 
@@ -191,7 +191,7 @@ void StreamSocket::send_credits() {
     return;
   }
   if (msg_send_) ++ctrl_seqno_;  // the write and its SEND
-  wire::Sge sge{reinterpret_cast<uintptr_t>(&rbuf_[rbuf_free_offset_]), rmr_->rkey,
+  wire::Sge sge{reinterpret_cast<uintptr_t>(&ep_.rbuf[rbuf_free_offset_]), ep_.rmr->rkey,
                 sizes_.rbuf_size >> 1};
   if (swap_sgl_) sge = wire::byteswapped(sge);
   ibv_sge ib{};
@@ -203,7 +203,7 @@ void StreamSocket::send_credits() {
     uint8_t* slot = ctrl_slot(ctrl_seqno_);
     std::memcpy(slot, &sge, sizeof(sge));
     ib.addr = reinterpret_cast<uintptr_t>(slot);
-    ib.lkey = ctrl_mr_->lkey;
+    ib.lkey = ep_.ctrl_mr->lkey;
     flags = 0;
   }
   post_write(&ib, 1, credit, flags, remote_sgl_.addr + remote_sge_ * sizeof(wire::Sge),
@@ -231,7 +231,7 @@ void StreamSocket::update_credits() {
 
 bool StreamSocket::can_send() const {
   return sqe_avail_ >= message_wrs() && sbuf_bytes_avail_ >= static_cast<int>(wire::kSendLowWater) &&
-         sseq_no_ != sseq_comp_ && target_sgl_[target_sge_].length != 0;
+         sseq_no_ != sseq_comp_ && ep_.target_sgl[target_sge_].length != 0;
 }
 
 bool StreamSocket::all_sends_done() const {
@@ -364,7 +364,7 @@ int StreamSocket::take_completions() {
     }
   }
   // The send ring's previous registration, once nothing in flight uses it.
-  if (sbuf_.has_old() && sbuf_in_flight() <= sbuf_posted_ - sbuf_grow_mark_) sbuf_.retire_old();
+  if (ep_.sbuf.has_old() && sbuf_in_flight() <= sbuf_posted_ - sbuf_grow_mark_) ep_.sbuf.retire_old();
   if (state_ & kConnected) {
     while (!ret && taken--) ret = post_recv();
     if (ret) {

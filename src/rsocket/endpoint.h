@@ -1,0 +1,66 @@
+// A stream connection's endpoint apart from its id: the queue pair, the
+// receive buffer (the peer's window) with the target SGL the peer writes its
+// grants into, control slots where inline sends are too short for a control
+// message, and the send ring. Made as a socket connects or accepts, or ahead
+// of it (endpoint_spares.h): nothing here depends on the connection.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "rsocket/growing_buffer.h"
+#include "rsocket/protocol.h"
+#include "rsocket/queue_pair.h"
+#include "rsocket/sizes.h"
+
+namespace rdmacm::rsocket {
+
+// What an endpoint is made for: two with equal shapes are interchangeable.
+struct EndpointShape {
+  ibv_pd* pd;
+  Sizes sizes;  // the queues fitted to the device; sq_inline as asked
+  uint32_t iomap_size;
+  bool msg_send;  // iWARP: each message a SEND with its own receive slot
+
+  bool operator==(const EndpointShape& o) const;
+  size_t rbuf_total() const;  // the receive buffer with the message slots
+  size_t target_len() const;  // the target SGL with the iomap
+};
+
+struct Endpoint {
+  QueuePair qp;             // until the id takes it (attach_queue_pair)
+  uint16_t sq_inline = 0;   // what the device granted
+  uint8_t* rbuf = nullptr;  // rbuf_total() bytes
+  ibv_mr* rmr = nullptr;
+  wire::Sge* target_sgl = nullptr;  // kTargetSglSize entries the peer writes, then the iomap
+  ibv_mr* target_mr = nullptr;
+  uint8_t* ctrl_slots = nullptr;  // only when sq_inline < kMaxCtrlMessage
+  ibv_mr* ctrl_mr = nullptr;
+  GrowingBuffer sbuf;
+
+  Endpoint() = default;
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+  // Moves swap: what the target held goes to the source.
+  Endpoint(Endpoint&& o) noexcept { swap(o); }
+  Endpoint& operator=(Endpoint&& o) noexcept {
+    swap(o);
+    return *this;
+  }
+  // Frees all that is left (deregister() first if not done).
+  ~Endpoint();
+
+  // Lets go of every registration (the memory stays until destruction): a
+  // socket's teardown, before its QP goes.
+  void deregister();
+
+ private:
+  void swap(Endpoint& o) noexcept;
+};
+
+// 0 or -errno; on failure *out holds what was made (its destructor frees it).
+int make_endpoint(const EndpointShape& shape, Endpoint* out);
+
+}  // namespace rdmacm::rsocket
