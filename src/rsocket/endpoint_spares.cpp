@@ -138,12 +138,13 @@ void Spares::made(const EndpointShape& shape, rdma_cm_id* id) {
   LockGuard lock(mutex_);
   Recent* r = recent(shape);
   if (!r) return;  // (never: a making shape is not forgotten)
-  if (!hold) {
+  // No device, or no thread to make it on: nothing is made (hold goes
+  // after the lock).
+  if (!hold || service().schedule(this, kMake, Clock::now())) {
     r->making = false;
     return;
   }
   r->hold = std::move(hold);
-  service().schedule(this, kMake, Clock::now());
 }
 
 void Spares::make_wanted() {
