@@ -33,13 +33,13 @@ size_t EndpointShape::target_len() const {
   return sizeof(wire::Sge) * wire::kTargetSglSize + sizeof(wire::IomapEntry) * iomap_size;
 }
 
-int make_endpoint(const EndpointShape& shape, Endpoint* out) {
+int make_endpoint(const EndpointShape& shape, Endpoint* out, bool ahead) {
   // Every send signals only if asked; the channel blocks (the socket sets
   // it as its own flags say when it takes the endpoint); the QP's context
   // is the socket's, set then too.
   Sizes granted = shape.sizes;
-  if (int err = make_queue_pair(shape.pd, {IBV_QPT_RC, 2, 1, false, nullptr, false}, &granted,
-                                &out->qp))
+  if (int err = make_queue_pair(shape.pd, {IBV_QPT_RC, 2, 1, false, nullptr, false, ahead},
+                                &granted, &out->qp))
     return err;
   out->sq_inline = granted.sq_inline;
   if (shape.msg_send && out->sq_inline < wire::kMsgSize) return -ENOTSUP;

@@ -61,6 +61,7 @@ struct Endpoint {
 };
 
 // 0 or -errno; on failure *out holds what was made (its destructor frees it).
-int make_endpoint(const EndpointShape& shape, Endpoint* out);
+// ahead: made in the background, before any socket wants it.
+int make_endpoint(const EndpointShape& shape, Endpoint* out, bool ahead = false);
 
 }  // namespace rdmacm::rsocket

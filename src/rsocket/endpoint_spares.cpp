@@ -10,7 +10,6 @@
 
 #include "common/mutex.h"
 #include "core/cm.h"
-#include "rsocket/kernel_fds.h"
 #include "rsocket/service_thread.h"
 
 namespace rdmacm::rsocket {
@@ -160,10 +159,7 @@ void Spares::make_wanted() {
       hold = std::move(it->hold);
     }
     std::unique_ptr<Spare> spare(new (std::nothrow) Spare{shape, {}, {}, getpid(), {}});
-    int err = spare ? make_endpoint(shape, &spare->ep) : -ENOMEM;
-    // Made in the background: its descriptor out of the numbers the program
-    // counts on (it takes the lowest free one for a moment meanwhile).
-    if (!err) spare->ep.qp.channel->fd = move_high(spare->ep.qp.channel->fd);
+    int err = spare ? make_endpoint(shape, &spare->ep, true) : -ENOMEM;
     std::unique_ptr<Spare> dropped;  // destroyed after the lock
     LockGuard lock(mutex_);
     if (Recent* r = recent(shape)) r->making = false;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/cm.h"
+#include "rsocket/kernel_fds.h"
 
 namespace rdmacm::rsocket {
 
@@ -13,6 +14,7 @@ int make_queue_pair(ibv_pd* pd, const QueuePairShape& shape, Sizes* sizes, Queue
   errno = 0;
   out->channel = ibv_create_comp_channel(pd->context);
   if (!out->channel) return errno ? -errno : -ENOMEM;
+  if (shape.channel_high) out->channel->fd = move_high(out->channel->fd);
   if (shape.nonblocking_channel) {
     int flags = fcntl(out->channel->fd, F_GETFL);
     if (flags < 0 || fcntl(out->channel->fd, F_SETFL, flags | O_NONBLOCK)) return -errno;

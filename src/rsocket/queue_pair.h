@@ -18,6 +18,9 @@ struct QueuePairShape {
   bool nonblocking_channel;  // ibv_get_cq_event answers EAGAIN instead of sleeping
   void* context;             // the QP's qp_context
   bool signal_all = true;    // else only sends with IBV_SEND_SIGNALED complete when fine
+  // Made in the background (a stream endpoint made ahead): the channel's
+  // descriptor moved out of the numbers a program counts on at once.
+  bool channel_high = false;
 };
 
 // The three, not yet an id's.
