@@ -1,5 +1,6 @@
 #include "rsocket/config.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -38,6 +39,10 @@ Config load() {
   read("iomap_size", &c.iomap_size);
   read("zcopy_min", &c.zcopy_min);
   if (const char* env = std::getenv("RSOCKET_ZCOPY_MIN")) c.zcopy_min = std::strtoull(env, nullptr, 0);
+  read("endpoints_ahead", &c.endpoints_ahead);
+  if (const char* env = std::getenv("RSOCKET_ENDPOINTS_AHEAD"))
+    c.endpoints_ahead = static_cast<uint32_t>(std::strtoul(env, nullptr, 0));
+  c.endpoints_ahead = std::min<uint32_t>(c.endpoints_ahead, 16);  // each pins ~140 KiB
   // Only sizes the 8-bit scale can carry.
   c.iomap_size = static_cast<uint16_t>(
       wire::scale_of(static_cast<uint16_t>(wire::value_of(c.iomap_size, 8)), 8) & 0xFF);

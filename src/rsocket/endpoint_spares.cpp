@@ -10,6 +10,7 @@
 
 #include "common/mutex.h"
 #include "core/cm.h"
+#include "rsocket/config.h"
 #include "rsocket/service_thread.h"
 
 namespace rdmacm::rsocket {
@@ -19,7 +20,6 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kOften = std::chrono::seconds(1);  // endpoints this close form a run
 constexpr int kRun = 3;  // from the third of a run on, the next is made ahead
 constexpr auto kKeep = std::chrono::seconds(1);   // a spare nobody took by then goes
-constexpr size_t kMaxSpares = 2;                  // and as many shapes remembered
 
 struct Spare {
   EndpointShape shape;
@@ -112,6 +112,7 @@ bool Spares::take(const EndpointShape& shape, Endpoint* out) {
 }
 
 void Spares::made(const EndpointShape& shape, rdma_cm_id* id) {
+  if (!config().endpoints_ahead) return;
   auto now = Clock::now();
   {
     LockGuard lock(mutex_);
@@ -121,7 +122,7 @@ void Spares::made(const EndpointShape& shape, rdma_cm_id* id) {
       auto oldest = recent_.end();
       for (auto it = recent_.begin(); it != recent_.end(); ++it)
         if (!it->making && (oldest == recent_.end() || it->last < oldest->last)) oldest = it;
-      if (recent_.size() >= kMaxSpares) {
+      if (recent_.size() >= std::max<size_t>(config().endpoints_ahead, 1)) {
         if (oldest == recent_.end()) return;
         recent_.erase(oldest);
       }
@@ -166,7 +167,7 @@ void Spares::make_wanted() {
     if (err) continue;  // spare and hold go (the next endpoint is made as before)
     spare->hold = std::move(hold);
     spare->made = Clock::now();
-    if (ready_.size() >= kMaxSpares) {
+    if (ready_.size() >= config().endpoints_ahead) {
       dropped = std::move(ready_.front());
       ready_.erase(ready_.begin());
     }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <regex>
 #include <set>
@@ -25,6 +26,12 @@ namespace rdmacm::rxe {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Off by default (rsocket(7)): on for this whole binary, before its first
+// rsocket reads the configuration, so that every stream test here runs with
+// endpoints made ahead beside its own (unless the environment says
+// otherwise).
+const bool ahead_on = [] { return setenv("RSOCKET_ENDPOINTS_AHEAD", "2", 0) == 0; }();
 
 // This process's QPs in RTS: number -> the thread that made it (the kernel
 // lists a QP by its creator's thread id, and only once it has a port: a QP
@@ -68,6 +75,7 @@ class RsocketSpares : public ::testing::Test {
  protected:
   void SetUp() override {
     if (reference()) GTEST_SKIP() << "rdma-core makes no endpoint ahead";
+    ASSERT_TRUE(ahead_on);
     ASSERT_TRUE(within(10, [] { return own_resources("qp").empty() && own_resources("mr").empty(); }))
         << "QPs or regions of closed sockets still there after 10 s";
   }
