@@ -6,8 +6,8 @@
 # librspreload.so and under rdma-core's, rounds alternating between the
 # columns; each figure's median over the rounds, in microseconds: the whole
 # cycle (median and 90th percentile) and its steps. Numbers only, no verdict.
-# Column "ahead" is ours with endpoints made ahead for the run
-# (RSOCKET_ENDPOINTS_AHEAD=2, rsocket(7); off by default).
+# Column "no-ahead" is ours without endpoints made ahead for the run
+# (RSOCKET_ENDPOINTS_AHEAD=0, rsocket(7); "ours" makes them, the default).
 #
 #   bench/conn_cycle.sh --bin PATH --lib PATH [--rdmacm PATH] [--ref PATH] [--cycles N] [--rounds R]
 #
@@ -42,7 +42,7 @@ LIB=$(readlink -f "$LIB")
 preloadable "$LIB" || exit 2
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-columns=(kernel ours ahead)
+columns=(kernel ours no-ahead)
 [ "$REF" = none ] || { preloadable "$REF" && columns+=(rdma-core); }
 keys=(cycle_us p90_us connect_us echo_us close_us)
 
@@ -51,8 +51,8 @@ keys=(cycle_us p90_us connect_us echo_us close_us)
 run() {
 	local env=() port=$((7460 + RANDOM % 400)) before line why='' k
 	case $1 in
-	ours | ahead) env=(LD_PRELOAD="$LIB" ${RDMACM:+LD_LIBRARY_PATH="$(dirname "$(readlink -f "$RDMACM")")"}
-		RSOCKET_ENDPOINTS_AHEAD=$([ "$1" = ahead ] && echo 2 || echo 0)) ;;
+	ours | no-ahead) env=(LD_PRELOAD="$LIB" ${RDMACM:+LD_LIBRARY_PATH="$(dirname "$(readlink -f "$RDMACM")")"}
+		RSOCKET_ENDPOINTS_AHEAD=$([ "$1" = ours ] && echo 2 || echo 0)) ;;
 	rdma-core) env=(LD_PRELOAD="$REF") ;;
 	esac
 	before=$(sent_pkts)
@@ -82,7 +82,7 @@ for c in "${columns[@]}"; do
 done
 echo "(microseconds, median over $ROUNDS runs of each run's median of $CYCLES cycles: connect, 1 KiB echoed, close)"
 if [ "${columns[3]:-}" ]; then
-	for c in ours ahead; do
+	for c in ours no-ahead; do
 		echo "a cycle, $c / rdma-core's: $(ratio "$(median_of "$out/rdma-core.cycle_us")" "$(median_of "$out/$c.cycle_us")")"
 	done
 fi

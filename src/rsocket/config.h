@@ -19,10 +19,9 @@ struct Config {
   // environment's RSOCKET_ZCOPY_MIN.
   uint64_t zcopy_min = 0;
   // Ours: how many stream endpoints may be made ahead for a run of connects
-  // (endpoint_spares.h; 0: none, the default until a race seen once in CI
-  // is understood: docs/facts.md). File endpoints_ahead, or the
-  // environment's RSOCKET_ENDPOINTS_AHEAD.
-  uint32_t endpoints_ahead = 0;
+  // (endpoint_spares.h; 0: none). File endpoints_ahead, or the environment's
+  // RSOCKET_ENDPOINTS_AHEAD.
+  uint32_t endpoints_ahead = 2;
 };
 
 // The process's tunables (files read on first use).

@@ -9,7 +9,7 @@
 // nobody takes within kKeep is destroyed, so a process whose connections
 // stop coming holds nothing more than before after a second (as a closed
 // socket's linger). At most config().endpoints_ahead exist at once (the
-// file or RSOCKET_ENDPOINTS_AHEAD; 0, the default: none); each keeps its device
+// file or RSOCKET_ENDPOINTS_AHEAD; 2 by default, 0: none); each keeps its device
 // open (core::DeviceHold) until it is taken or destroyed.
 //
 // A child process after fork never takes its parent's spares (their verbs

@@ -27,10 +27,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Off by default (rsocket(7)): on for this whole binary, before its first
-// rsocket reads the configuration, so that every stream test here runs with
-// endpoints made ahead beside its own (unless the environment says
-// otherwise).
+// On by default (rsocket(7)), and for this whole binary whatever a file
+// says, before its first rsocket reads the configuration: every stream test
+// here runs with endpoints made ahead beside its own (unless the
+// environment says otherwise).
 const bool ahead_on = [] { return setenv("RSOCKET_ENDPOINTS_AHEAD", "2", 0) == 0; }();
 
 // This process's QPs in RTS: number -> the thread that made it (the kernel
