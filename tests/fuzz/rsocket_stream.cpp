@@ -445,10 +445,6 @@ size_t baseline_fds = 0;
 // broadcast's (rpoll's sleep; the connection service, which watches every
 // connection, announces a disconnect on it).
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  // Every input connects once more: a run. An endpoint made ahead for the
-  // next would be the fake's last QP (the peer below plays against that one)
-  // and stay a second after each input; the wire is what is fuzzed here.
-  setenv("RSOCKET_ENDPOINTS_AHEAD", "0", 1);
   {
     FakeTransport fake;
     answer_at_once(fake);
