@@ -17,6 +17,32 @@ preloadable() {
 	return 1
 }
 
+# The socket benchmarks' start (conn_memory.sh, conn_cycle.sh), after their
+# options (BIN, LIB, RDMACM, REF): checks them, makes $out (gone at exit) and
+# columns: kernel, ours, then the ones given, then rdma-core's preload unless
+# REF is none.
+socket_columns() {
+	[ -x "$BIN" ] && [ -n "$LIB" ] && [ -n "${RXE_IP:-}" ] || { echo "usage: RXE_IP=... $0 --bin PATH --lib PATH" >&2; exit 2; }
+	LIB=$(readlink -f "$LIB")
+	preloadable "$LIB" || exit 2
+	out=$(mktemp -d)
+	trap 'rm -rf "$out"' EXIT
+	columns=(kernel ours "$@")
+	[ "$REF" = none ] || { preloadable "$REF" && columns+=(rdma-core); }
+}
+
+# column_env COLUMN [VAR=VALUE...]: env=(...), the environment of a run in
+# that column: our preload (on RDMACM's library if given) with the variables
+# given, rdma-core's preload, or none (kernel).
+# shellcheck disable=SC2034  # env is the caller's (a local it declared)
+column_env() {
+	case $1 in
+	kernel) env=() ;;
+	rdma-core) env=(LD_PRELOAD="$REF") ;;
+	*) env=(LD_PRELOAD="$LIB" ${RDMACM:+LD_LIBRARY_PATH="$(dirname "$(readlink -f "$RDMACM")")"} "${@:2}") ;;
+	esac
+}
+
 # server_listens PORT PID LOG [SECONDS]: waits (30 s by default) until an
 # rdma_cm id listens on PORT (rsocket listeners are rdma_cm ids too). If the
 # server PID exits first or never listens, prints why and LOG, returns 1.

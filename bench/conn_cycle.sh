@@ -37,24 +37,14 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-[ -x "$BIN" ] && [ -n "$LIB" ] && [ -n "${RXE_IP:-}" ] || { echo "usage: RXE_IP=... $0 --bin PATH --lib PATH" >&2; exit 2; }
-LIB=$(readlink -f "$LIB")
-preloadable "$LIB" || exit 2
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-columns=(kernel ours no-ahead)
-[ "$REF" = none ] || { preloadable "$REF" && columns+=(rdma-core); }
+socket_columns no-ahead
 keys=(cycle_us p90_us connect_us echo_us close_us)
 
 # run COLUMN: one run under that column's preload; each figure appended to
 # $out/COLUMN.KEY (or why there is none).
 run() {
-	local env=() port=$((7460 + RANDOM % 400)) before line why='' k
-	case $1 in
-	ours | no-ahead) env=(LD_PRELOAD="$LIB" ${RDMACM:+LD_LIBRARY_PATH="$(dirname "$(readlink -f "$RDMACM")")"}
-		RSOCKET_ENDPOINTS_AHEAD=$([ "$1" = ours ] && echo 2 || echo 0)) ;;
-	rdma-core) env=(LD_PRELOAD="$REF") ;;
-	esac
+	local env port=$((7460 + RANDOM % 400)) before line why='' k
+	column_env "$1" "RSOCKET_ENDPOINTS_AHEAD=$([ "$1" = no-ahead ] && echo 0 || echo 2)"
 	before=$(sent_pkts)
 	line=$(env "${env[@]}" timeout $((CYCLES / 2 + 60)) "$BIN" --addr "$RXE_IP" --port "$port" \
 		--cycles "$CYCLES" 2>"$out/$1.err") || why=fail

@@ -42,21 +42,12 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-[ -x "$BIN" ] && [ -n "$LIB" ] && [ -n "${RXE_IP:-}" ] || { echo "usage: RXE_IP=... $0 --bin PATH --lib PATH" >&2; exit 2; }
-LIB=$(readlink -f "$LIB")
-preloadable "$LIB" || exit 2
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-columns=(kernel ours)
-[ "$REF" = none ] || { preloadable "$REF" && columns+=(rdma-core); }
+socket_columns
 
 # run COLUMN: conn_memory under that column's preload; its lines in $out/COLUMN.
 run() {
-	local env=() port=$((7470 + RANDOM % 400)) before
-	case $1 in
-	ours) env=(LD_PRELOAD="$LIB" ${RDMACM:+LD_LIBRARY_PATH="$(dirname "$(readlink -f "$RDMACM")")"}) ;;
-	rdma-core) env=(LD_PRELOAD="$REF") ;;
-	esac
+	local env port=$((7470 + RANDOM % 400)) before
+	column_env "$1"
 	before=$(sent_pkts)
 	env "${env[@]}" timeout $((SECS * 4 + 60)) "$BIN" --addr "$RXE_IP" --port $port --at "$AT" \
 		--secs "$SECS" --pings "$PINGS" $LOOP --step-cmd "rdma res show | sed 's/^/kernel /'" >"$out/$1" 2>"$out/$1.err"
