@@ -325,12 +325,12 @@ int StreamSocket::connect(const sockaddr* addr, socklen_t len) {
   // Another thread's connect under way: EALREADY, as connect(2).
   if (!connect_mutex_.try_lock()) return -EALREADY;
   if (state_ == kInit || state_ == kBound) std::memcpy(&id_->route.addr.dst_addr, addr, len);
+  int err = connect_step();
   connect_mutex_.unlock();
-  int err = advance_connect(false);
   // A connect that ended here (a blocking one, above all): sleepers in rpoll
   // or repoll on this socket from other threads look again (its events were
   // this thread's to read).
-  if (err != -EINPROGRESS && err != -EALREADY) announce_state_change(fd());
+  if (err != -EINPROGRESS) announce_state_change(fd());
   // The connection service follows a non-blocking handshake and, as for an
   // accepted connection, the disconnect of every connection: a peer that
   // dies wakes a reader asleep on the CQ (rdma-core 44 leaves it asleep).

@@ -106,7 +106,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
 
   // stream_connect.cpp: the handshake.
   // Drives the connect state machine one step; another thread's connect
-  // under way: -EALREADY at once, or (wait) once it ended.
+  // under way: -EINPROGRESS at once, or (wait) once it ended.
   int advance_connect(bool wait = true) EXCLUDES(connect_mutex_);
   int connect_step() REQUIRES(connect_mutex_);
   int create_endpoint();  // CQ, QP, buffers, posted receives

@@ -26,7 +26,7 @@ int StreamSocket::advance_connect(bool wait) {
     // Another thread's connect is under way (a blocking one holds the lock
     // to its end): the kernel's SYN_SENT, which a blocking recv or send
     // waits out and poll reports not ready.
-    if (!wait) return -EALREADY;
+    if (!wait) return -EINPROGRESS;
     connect_mutex_.lock();
   }
   int err = connect_step();

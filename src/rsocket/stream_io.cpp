@@ -73,7 +73,7 @@ ssize_t StreamSocket::recv(void* buf, size_t len, int flags) {
   if (!buf && len) return -EFAULT;
   if (state_ & kOpening) {
     int err = advance_connect(!nonblocking(flags));
-    if (err) return err == -EINPROGRESS || err == -EALREADY ? -EAGAIN : err;
+    if (err) return err == -EINPROGRESS ? -EAGAIN : err;
   }
   if (!(state_ & (kConnected | kDisconnected | kError))) return -ENOTCONN;
   LockGuard lock(recv_mutex_);
@@ -141,7 +141,7 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
   if (!buf && len) return -EFAULT;
   if (state_ & kOpening) {
     int err = advance_connect(!nonblocking(flags));
-    if (err) return err == -EINPROGRESS || err == -EALREADY ? -EAGAIN : err;
+    if (err) return err == -EINPROGRESS ? -EAGAIN : err;
   }
   if (state_ & kError) return connection_error();
   if (!(state_ & kConnected)) {
@@ -228,7 +228,7 @@ short StreamSocket::poll_state(short events) {
   }
   if (state & kOpening) {
     int err = advance_connect(false);  // poll never waits for another thread's connect
-    if (err != -EINPROGRESS && err != -EALREADY) return poll_state(events);
+    if (err != -EINPROGRESS) return poll_state(events);
   }
   // A connect that failed: TCP_CLOSE with an error, hung up too, as tcp_poll.
   if (state_ == kConnectError) return static_cast<short>((events & (POLLIN | POLLOUT)) | POLLERR | POLLHUP);
