@@ -324,19 +324,30 @@ int StreamSocket::connect(const sockaddr* addr, socklen_t len) {
   }
   // Another thread's connect under way: EALREADY, as connect(2).
   if (!connect_mutex_.try_lock()) return -EALREADY;
+  if ((state_ & kOpening) && !(fd_flags_ & O_NONBLOCK)) {
+    // The handshake goes on behind (the connection service follows it): a
+    // blocking connect waits for its end first, as connect(2).
+    connect_mutex_.unlock();
+    if (int err = wait_connect_end()) return err;
+    if (!connect_mutex_.try_lock()) return -EALREADY;
+  }
   if (state_ == kInit || state_ == kBound) std::memcpy(&id_->route.addr.dst_addr, addr, len);
-  int err = connect_step();
+  int err = connect_within_timeout();
+  bool opening = (state_ & kOpening) != 0;
+  // Followed by the connection service from here: it must not block.
+  if (opening && !(fd_flags_ & O_NONBLOCK)) set_fd_nonblocking(id_->channel->fd, true);
   connect_mutex_.unlock();
   // A connect that ended here (a blocking one, above all): sleepers in rpoll
   // or repoll on this socket from other threads look again (its events were
   // this thread's to read).
-  if (err != -EINPROGRESS) announce_state_change(fd());
-  // The connection service follows a non-blocking handshake and, as for an
-  // accepted connection, the disconnect of every connection: a peer that
-  // dies wakes a reader asleep on the CQ (rdma-core 44 leaves it asleep).
+  if (!opening) announce_state_change(fd());
+  // The connection service follows a handshake still under way (a
+  // non-blocking one's, or one past SO_SNDTIMEO) and, as for an accepted
+  // connection, the disconnect of every connection: a peer that dies wakes a
+  // reader asleep on the CQ (rdma-core 44 leaves it asleep).
   bool connected = !err && (state_ & kConnected);
   if (connected) connect_reported_ = true;
-  if ((err == -EINPROGRESS || connected) && !in_service_) {
+  if ((opening || connected) && !in_service_) {
     if (connected && !(fd_flags_ & O_NONBLOCK)) set_fd_nonblocking(id_->channel->fd, true);
     if (!watch(Watch::connections, this)) in_service_ = true;
   }

@@ -109,6 +109,14 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // under way: -EINPROGRESS at once, or (wait) once it ended.
   int advance_connect(bool wait = true) EXCLUDES(connect_mutex_);
   int connect_step() REQUIRES(connect_mutex_);
+  // connect()'s: the steps until the end, or, on a blocking socket with
+  // SO_SNDTIMEO, until that bound (-EINPROGRESS, or -EINTR for a signal:
+  // the handshake goes on as a non-blocking one's).
+  int connect_within_timeout() REQUIRES(connect_mutex_);
+  // A blocking connect while the handshake goes on behind it (past its
+  // bound, or interrupted): waits for its end, as long as SO_SNDTIMEO lets
+  // it (-EALREADY then, -EINTR for a signal).
+  int wait_connect_end() EXCLUDES(connect_mutex_);
   int create_endpoint();  // CQ, QP, buffers, posted receives
   void format_conn_data(wire::ConnData* out) const;
   void save_conn_data(const wire::ConnData& in);

@@ -2,14 +2,17 @@
 // connect, the peer's connection data), the endpoint both sides make before
 // they exchange connection data, and that data (protocol.h's ConnData).
 #include <fcntl.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "core/cm.h"
+#include "rsocket/clock.h"
 #include "rsocket/endpoint_spares.h"
 #include "rsocket/kernel_fds.h"
+#include "rsocket/poll.h"
 #include "rsocket/queue_pair.h"
 #include "rsocket/stream.h"
 
@@ -34,6 +37,49 @@ int StreamSocket::advance_connect(bool wait) {
   return err;
 }
 
+// The kernel's connect(2) waits at most the socket's send timeout, then says
+// EINPROGRESS (EINTR if a signal came first) and goes on connecting: poll
+// says when it ended, and another connect says EALREADY (a blocking one
+// after waiting again: wait_connect_end). Here the steps of a bounded
+// connect run as a non-blocking socket's, each event waited for until the
+// bound; past it the connection service follows them.
+int StreamSocket::connect_within_timeout() {
+  bool again = (state_ & kOpening) != 0;  // a connect already under way
+  uint64_t us = timeouts_.send_us();
+  if ((fd_flags_ & O_NONBLOCK) || again || us == Timeouts::kNone) {
+    int err = connect_step();
+    return err == -EINPROGRESS && again ? -EALREADY : err;
+  }
+  int fd = id_->channel->fd;
+  if (int err = set_fd_nonblocking(fd, true)) return err;
+  uint64_t deadline = now_us() + (us == Timeouts::kAtOnce ? 0 : us);
+  for (;;) {
+    int err = connect_step();
+    if (err != -EINPROGRESS) return err;
+    uint64_t now = now_us();
+    if (now >= deadline) return -EINPROGRESS;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>((deadline - now + 999) / 1000)) < 0 && errno == EINTR)
+      return -EINTR;
+  }
+}
+
+int StreamSocket::wait_connect_end() {
+  uint64_t us = timeouts_.send_us();
+  uint64_t deadline = us == Timeouts::kNone ? 0 : now_us() + (us == Timeouts::kAtOnce ? 0 : us);
+  while (state_ & kOpening) {
+    int ms = -1;
+    if (deadline) {
+      uint64_t now = now_us();
+      if (now >= deadline) return -EALREADY;
+      ms = static_cast<int>((deadline - now + 999) / 1000);
+    }
+    pollfd p{fd_, POLLOUT, 0};
+    if (int n = rsocket::poll(&p, 1, ms); n < 0) return n;
+  }
+  return 0;
+}
+
 // One step of the active side's handshake: resolve the address, the route,
 // connect, and read the peer's connection data. A non-blocking socket leaves
 // each step pending (EINPROGRESS) and the CM service (or the application's
@@ -52,7 +98,7 @@ int StreamSocket::connect_step() {
     resolve_addr:
       err = core::resolve_addr(id_, nullptr, &id_->route.addr.dst_addr, 1000 << retries_++);
       if (!err) goto resolve_route;
-      if (err == -EAGAIN) state_ = kResolvingAddr;
+      if (err == -EAGAIN || err == -EINTR) state_ = kResolvingAddr;
       break;
     case kResolvingAddr:
       if ((err = core::complete_pending(id_))) {
@@ -73,7 +119,7 @@ int StreamSocket::connect_step() {
         err = core::resolve_route(id_, 1000 << retries_++);
         if (!err) goto do_connect;
       }
-      if (err == -EAGAIN) state_ = kResolvingRoute;
+      if (err == -EAGAIN || err == -EINTR) state_ = kResolvingRoute;
       break;
     case kResolvingRoute:
     route_resolving:
@@ -98,7 +144,7 @@ int StreamSocket::connect_step() {
       retries_ = 0;
       err = core::connect(id_, &param);
       if (!err) goto connected;
-      if (err == -EAGAIN) state_ = kConnecting;
+      if (err == -EAGAIN || err == -EINTR) state_ = kConnecting;
       break;
     }
     case kConnecting:
@@ -132,6 +178,9 @@ int StreamSocket::connect_step() {
       return (state_ & kConnected) ? 0 : -EINVAL;
   }
   if (err == -EAGAIN) return -EINPROGRESS;
+  // A signal in a blocking connect's wait: connect(2) says EINTR and the
+  // handshake goes on (its step's event is still to come).
+  if (err == -EINTR && (state_ & kOpening)) return err;
   if (err) {
     state_ = kConnectError;
     err_ = -err;

@@ -2,7 +2,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -295,6 +297,56 @@ CASE(connect_nonblocking_again, "connect", 0, "connect2=0") {
   poll(&p, 1, 3000);
   R("connect2", connect(c, (sockaddr *)&LADDR, LLEN));
   (void)l;
+}
+
+// SO_SNDTIMEO bounds a blocking connect: a listener whose backlog is full
+// leaves the second client's request unanswered; its connect says
+// EINPROGRESS at the bound and goes on connecting (another connect meanwhile:
+// EALREADY), and once the server accepts the first client the second's
+// connection is made, which poll reports.
+CASE(connect_sndtimeo_backlog_full, "connect", LONG,
+     "set=0 connect=-1:EINPROGRESS@now waited=bound connect2=-1:EALREADY accept=0 poll=1 revents=OUT "
+     "so_error=0 connect3=0") {
+  int l = listener(0);
+  int first = dial(LADDR, LLEN);
+  if (first < 0) setup_failed("dial");
+  int c = socket(FAM, SOCK_STREAM, 0);
+  timeval tv = {0, 300000};
+  R("set", setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv));
+  double t0 = mono();
+  T("connect", connect(c, (sockaddr *)&LADDR, LLEN));
+  obs("waited=%s", mono() - t0 >= 0.25 ? "bound" : "less");
+  R("connect2", connect(c, (sockaddr *)&LADDR, LLEN));
+  R("accept", accept(l, nullptr, nullptr) >= 0 ? 0 : -1);
+  pollfd p = {c, POLLOUT, 0};
+  R("poll", poll(&p, 1, 9000));
+  obs("revents=%s", pollbits(p.revents));
+  int err = -1;
+  socklen_t len = sizeof err;
+  getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len);
+  obs("so_error=%s", err ? strerrorname_np(err) : "0");
+  R("connect3", connect(c, (sockaddr *)&LADDR, LLEN));
+}
+
+// A signal (no SA_RESTART) in a blocking connect: EINTR, and the handshake
+// goes on; a second blocking connect waits for its end (here: until the
+// server accepts the first client, whose backlog slot the second's request
+// waited for), a third says EISCONN.
+CASE(connect_interrupted_goes_on, "connect", LONG,
+     "connect=-1:EINTR@now connect2=0@after-peer connect3=-1:EISCONN") {
+  int l = listener(0);
+  int first = dial(LADDR, LLEN);
+  if (first < 0) setup_failed("dial");
+  struct sigaction sa = {};
+  sa.sa_handler = [](int) {};
+  sigaction(SIGALRM, &sa, nullptr);
+  itimerval it = {{0, 0}, {0, 300000}};
+  setitimer(ITIMER_REAL, &it, nullptr);
+  int c = socket(FAM, SOCK_STREAM, 0);
+  T("connect", connect(c, (sockaddr *)&LADDR, LLEN));
+  later(PEER_MS, [l] { close(accept(l, nullptr, nullptr)); });
+  T("connect2", connect(c, (sockaddr *)&LADDR, LLEN));
+  R("connect3", connect(c, (sockaddr *)&LADDR, LLEN));
 }
 
 CASE(connect_short_addrlen, "connect", 0, "connect=-1:EINVAL") {
