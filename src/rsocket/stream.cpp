@@ -328,7 +328,7 @@ int StreamSocket::connect(const sockaddr* addr, socklen_t len) {
     // The handshake goes on behind (the connection service follows it): a
     // blocking connect waits for its end first, as connect(2).
     connect_mutex_.unlock();
-    if (int err = wait_connect_end()) return err;
+    if (int err = wait_connect_end(timeouts_.send_us(), -EALREADY)) return err;
     if (!connect_mutex_.try_lock()) return -EALREADY;
   }
   if (state_ == kInit || state_ == kBound) std::memcpy(&id_->route.addr.dst_addr, addr, len);

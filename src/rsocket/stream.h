@@ -113,10 +113,11 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // SO_SNDTIMEO, until that bound (-EINPROGRESS, or -EINTR for a signal:
   // the handshake goes on as a non-blocking one's).
   int connect_within_timeout() REQUIRES(connect_mutex_);
-  // A blocking connect while the handshake goes on behind it (past its
-  // bound, or interrupted): waits for its end, as long as SO_SNDTIMEO lets
-  // it (-EALREADY then, -EINTR for a signal).
-  int wait_connect_end() EXCLUDES(connect_mutex_);
+  // A blocking connect, receive or send while the handshake goes on behind
+  // it (a connect past its bound, or interrupted): waits for its end, at
+  // most us (Timeouts' microseconds: the call's SO_SNDTIMEO or SO_RCVTIMEO;
+  // at_bound then, -EINTR for a signal), as TCP's.
+  int wait_connect_end(uint64_t us, int at_bound) EXCLUDES(connect_mutex_);
   int create_endpoint();  // CQ, QP, buffers, posted receives
   void format_conn_data(wire::ConnData* out) const;
   void save_conn_data(const wire::ConnData& in);

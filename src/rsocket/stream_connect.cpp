@@ -64,14 +64,13 @@ int StreamSocket::connect_within_timeout() {
   }
 }
 
-int StreamSocket::wait_connect_end() {
-  uint64_t us = timeouts_.send_us();
+int StreamSocket::wait_connect_end(uint64_t us, int at_bound) {
   uint64_t deadline = us == Timeouts::kNone ? 0 : now_us() + (us == Timeouts::kAtOnce ? 0 : us);
   while (state_ & kOpening) {
     int ms = -1;
     if (deadline) {
       uint64_t now = now_us();
-      if (now >= deadline) return -EALREADY;
+      if (now >= deadline) return at_bound;
       ms = static_cast<int>((deadline - now + 999) / 1000);
     }
     pollfd p{fd_, POLLOUT, 0};

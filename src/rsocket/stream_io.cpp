@@ -73,6 +73,10 @@ ssize_t StreamSocket::recv(void* buf, size_t len, int flags) {
   if (!buf && len) return -EFAULT;
   if (state_ & kOpening) {
     int err = advance_connect(!nonblocking(flags));
+    // A handshake going on behind (a connect past SO_SNDTIMEO, or
+    // interrupted): a blocking receive waits for its end, as TCP's.
+    if (err == -EINPROGRESS && !nonblocking(flags))
+      err = wait_connect_end(timeouts_.receive_us(), -EAGAIN);
     if (err) return err == -EINPROGRESS ? -EAGAIN : err;
   }
   if (!(state_ & (kConnected | kDisconnected | kError))) return -ENOTCONN;
@@ -141,6 +145,8 @@ ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
   if (!buf && len) return -EFAULT;
   if (state_ & kOpening) {
     int err = advance_connect(!nonblocking(flags));
+    if (err == -EINPROGRESS && !nonblocking(flags))  // as recv's
+      err = wait_connect_end(timeouts_.send_us(), -EAGAIN);
     if (err) return err == -EINPROGRESS ? -EAGAIN : err;
   }
   if (state_ & kError) return connection_error();

@@ -328,6 +328,35 @@ CASE(connect_sndtimeo_backlog_full, "connect", LONG,
   R("connect3", connect(c, (sockaddr *)&LADDR, LLEN));
 }
 
+// A blocking receive on a socket whose connect goes on behind (past its
+// SO_SNDTIMEO) waits for the connection, as long as SO_RCVTIMEO lets it,
+// then for data: here the server accepts the first client, then this one,
+// and sends it a byte.
+CASE(recv_while_connect_goes_on, "connect", DATA | LONG,
+     "connect=-1:EINPROGRESS@now recv=-1:EAGAIN@now waited=bound recv2=1@after-peer") {
+  int l = listener(0);
+  int first = dial(LADDR, LLEN);
+  if (first < 0) setup_failed("dial");
+  int c = socket(FAM, SOCK_STREAM, 0);
+  timeval tv = {0, 200000};
+  setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  T("connect", connect(c, (sockaddr *)&LADDR, LLEN));
+  tv = {0, 300000};
+  setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char b;
+  double t0 = mono();
+  T("recv", recv(c, &b, 1, 0));
+  obs("waited=%s", mono() - t0 >= 0.25 ? "bound" : "less");
+  tv = {0, 0};
+  setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  later(PEER_MS, [l] {
+    close(accept(l, nullptr, nullptr));
+    int s = accept(l, nullptr, nullptr);
+    send(s, "x", 1, MSG_NOSIGNAL);
+  });
+  T("recv2", recv(c, &b, 1, 0));
+}
+
 // A signal (no SA_RESTART) in a blocking connect: EINTR, and the handshake
 // goes on; a second blocking connect waits for its end (here: until the
 // server accepts the first client, whose backlog slot the second's request
