@@ -131,8 +131,11 @@ RSPRELOAD_EXPORT int connect(int fd, const sockaddr* addr, socklen_t len) {
   Entry* e = find_entry(fd);
   if (e && e->kind.load(std::memory_order_acquire) == Kind::rsocket) {
     if (rconnect(e->rfd, addr, len) == 0) return 0;
+    // Answers TCP would give too: EHOSTUNREACH is the kernel's neighbour
+    // table giving up on the address (the route and neighbour TCP uses).
     if (errno == EINPROGRESS || errno == EALREADY || errno == EISCONN || errno == EINTR ||
-        errno == EAGAIN || errno == EBADF || errno == EFAULT || errno == EINVAL)
+        errno == EAGAIN || errno == EBADF || errno == EFAULT || errno == EINVAL ||
+        errno == EHOSTUNREACH)
       return -1;
     char text[80];
     addr_text(addr, len, text);

@@ -20,6 +20,12 @@ namespace rdmacm::rsocket {
 namespace {
 
 constexpr int kConnRetries = 6;
+// Address resolution waits for the neighbour (ARP, ND), which the kernel
+// gives up on after three probes a second apart: TCP's connect to an
+// on-link address nobody answers says EHOSTUNREACH after ~3 s. Two tries
+// (1 s, then 2 s) say the same; rdma-core's non-blocking connect tries
+// seven times (127 s) and its blocking one once (ETIMEDOUT after 1 s).
+constexpr int kAddrTries = 2;
 constexpr uint16_t kQpMinSize = 16;
 
 }  // namespace
@@ -96,14 +102,19 @@ int StreamSocket::connect_step() {
       state_ = kResolvingAddr;
     resolve_addr:
       err = core::resolve_addr(id_, nullptr, &id_->route.addr.dst_addr, 1000 << retries_++);
-      if (!err) goto resolve_route;
-      if (err == -EAGAIN || err == -EINTR) state_ = kResolvingAddr;
-      break;
-    case kResolvingAddr:
-      if ((err = core::complete_pending(id_))) {
-        if (err == -ETIMEDOUT && retries_ <= kConnRetries) goto resolve_addr;
+      if (err == -EAGAIN || err == -EINTR) {
+        state_ = kResolvingAddr;
         break;
       }
+      goto addr_resolved;  // a blocking socket's wait ended (or the call failed)
+    case kResolvingAddr:
+      err = core::complete_pending(id_);
+    addr_resolved:
+      if (err == -ETIMEDOUT) {
+        if (retries_ < kAddrTries) goto resolve_addr;
+        err = -EHOSTUNREACH;
+      }
+      if (err) break;
       retries_ = 0;
     resolve_route:
       if (!route_.empty()) {

@@ -378,6 +378,40 @@ CASE(connect_interrupted_goes_on, "connect", LONG,
   R("connect3", connect(c, (sockaddr *)&LADDR, LLEN));
 }
 
+// A connect to an address on the link that nobody holds: the neighbour is
+// never found, and the kernel says EHOSTUNREACH after its three probes a
+// second apart (rdma-core's non-blocking connect retries address
+// resolution for 127 s; ours gives up as the kernel does).
+CASE(connect_onlink_nobody, "connect", LONG, "connect=-1:EHOSTUNREACH@slow took=under-5s") {
+  if (FAM != AF_INET) setup_failed("family");
+  sockaddr_in a;
+  memcpy(&a, &ADDR, sizeof a);
+  a.sin_addr.s_addr = htonl((ntohl(a.sin_addr.s_addr) & ~0xffu) | 200u);  // .200 of the /24
+  a.sin_port = htons(9);
+  int c = socket(AF_INET, SOCK_STREAM, 0);
+  double t0 = mono();
+  T("connect", connect(c, (sockaddr *)&a, sizeof a));
+  obs("took=%s", mono() - t0 < 5 ? "under-5s" : "longer");
+}
+
+CASE(connect_nonblocking_onlink_nobody, "connect", LONG,
+     "connect=-1:EINPROGRESS poll=1@slow revents=OUT|ERR|HUP so_error=EHOSTUNREACH") {
+  if (FAM != AF_INET) setup_failed("family");
+  sockaddr_in a;
+  memcpy(&a, &ADDR, sizeof a);
+  a.sin_addr.s_addr = htonl((ntohl(a.sin_addr.s_addr) & ~0xffu) | 201u);
+  a.sin_port = htons(9);
+  int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  R("connect", connect(c, (sockaddr *)&a, sizeof a));
+  pollfd p = {c, POLLOUT, 0};
+  T("poll", poll(&p, 1, 9000));
+  obs("revents=%s", pollbits(p.revents));
+  int err = -1;
+  socklen_t len = sizeof err;
+  getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len);
+  obs("so_error=%s", err ? strerrorname_np(err) : "0");
+}
+
 CASE(connect_short_addrlen, "connect", 0, "connect=-1:EINVAL") {
   int l = listener();
   int c = socket(FAM, SOCK_STREAM, 0);
