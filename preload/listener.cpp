@@ -6,6 +6,11 @@
 #include <signal.h>
 #include <rdma/rsocket.h>
 #include <string.h>
+#include <time.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 
 #include "interpose.h"
 #include "trace.h"
@@ -109,21 +114,50 @@ void listen_on_kernel_too(int fd, Entry* e, int backlog) {
   errno = saved;
 }
 
+namespace {
+
+// A blocking accept's bound (SO_RCVTIMEO, as accept(2)): the monotonic
+// time in ms it ends at, or -1 for none.
+int64_t accept_deadline_ms(Entry* e) {
+  timeval tv{};
+  socklen_t tl = sizeof tv;
+  if (rgetsockopt(e->rfd, SOL_SOCKET, SO_RCVTIMEO, &tv, &tl) || (!tv.tv_sec && !tv.tv_usec)) return -1;
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1000000 + int64_t{tv.tv_sec} * 1000 +
+         (tv.tv_usec + 999) / 1000;
+}
+
+// Milliseconds left until deadline (-1: none; 0: passed).
+int ms_left(int64_t deadline) {
+  if (deadline < 0) return -1;
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  int64_t left = deadline - (int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1000000);
+  return left <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left, INT_MAX));
+}
+
+}  // namespace
+
 int accept_listener(int fd, Entry* e, sockaddr* addr, socklen_t* len, int flags) {
   if (!e->twin.load(std::memory_order_acquire)) return accept_rdma(e, addr, len, flags);
   int fl = real::fcntl(fd, F_GETFL);
   if (fl < 0) return -1;
   bool blocking = !(fl & O_NONBLOCK);
+  int64_t deadline = blocking ? accept_deadline_ms(e) : -1;
   // Alternating which side is looked at first: neither starves.
   bool kernel_first = e->turn.fetch_add(1, std::memory_order_relaxed) & 1;
   for (;;) {
     pollfd p[2] = {{e->rfd, POLLIN, POLLIN}, {fd, POLLIN, POLLIN}};
     if (blocking) {
       p[0].revents = p[1].revents = 0;
-      if (rpoll_as_is(p, 2, -1) < 0) {
-        if (errno == EINTR && restart_after_signal()) continue;
+      int n = rpoll_as_is(p, 2, ms_left(deadline));
+      if (n < 0) {
+        // A bounded wait is never restarted (the kernel's accept neither).
+        if (errno == EINTR && deadline < 0 && restart_after_signal()) continue;
         return -1;
       }
+      if (n == 0) return fail(EAGAIN);  // SO_RCVTIMEO passed
     }
     for (int i = 0; i < 2; i++) {
       bool kernel = (i == 0) == kernel_first;

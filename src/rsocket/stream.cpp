@@ -5,9 +5,11 @@
 
 #include <fcntl.h>
 #include <infiniband/ib.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -290,6 +292,16 @@ void StreamSocket::drop_unaccepted() {
 
 int StreamSocket::accept(sockaddr* addr, socklen_t* len) {
   if (state_ != kListening) return -EINVAL;  // as accept(2) (rdma-core 44: EBADF)
+  uint64_t us = timeouts_.receive_us();
+  if (!(fd_flags_ & O_NONBLOCK) && us != Timeouts::kNone) {
+    // SO_RCVTIMEO bounds a blocking accept, as accept(2)'s: EAGAIN at the
+    // bound, EINTR for a signal (never restarted, as the kernel's).
+    pollfd p{accept_queue_[0], POLLIN, 0};
+    uint64_t ms = us == Timeouts::kAtOnce ? 0 : (us + 999) / 1000;
+    int n = ::poll(&p, 1, static_cast<int>(std::min<uint64_t>(ms, INT_MAX)));
+    if (n < 0) return -errno;
+    if (n == 0) return state_ != kListening ? -EINVAL : -EAGAIN;
+  }
   int fd = -1;
   ssize_t n = ::read(accept_queue_[0], &fd, sizeof(fd));
   // The listener was shut down meanwhile (stop_listening: end of file).

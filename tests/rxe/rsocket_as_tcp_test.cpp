@@ -306,6 +306,34 @@ TEST(RsocketAsTcp, ShutdownOfAListenerWakesABlockedAccept) {
   EXPECT_EQ(rclose(l), 0);
 }
 
+// TCP: SO_RCVTIMEO bounds a blocking accept as a receive (-1 EAGAIN at the
+// bound); a connection that comes within it is accepted as ever. (The
+// preload's listeners wait on their own: rxe.conformance accept_rcvtimeo.)
+TEST(RsocketAsTcp, AReceiveTimeoutEndsABlockedAcceptWithEagain) {
+  if (reference()) GTEST_SKIP() << "rdma-core 44 refuses SO_RCVTIMEO (ENOTSUP)";
+  constexpr uint16_t kPort = 7599;
+  int l = listener(kPort);
+  timeval tv{0, 200000};
+  ASSERT_EQ(rsetsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0) << strerror(errno);
+  auto t0 = std::chrono::steady_clock::now();
+  auto done = std::async(std::launch::async, [&] { return raccept(l, nullptr, nullptr) < 0 ? -errno : 0; });
+  sockaddr_in a = device_addr(kPort);
+  int c = rsocket(AF_INET, SOCK_STREAM, 0);
+  bool connected = false;
+  if (done.wait_for(scaled(5000ms)) != std::future_status::ready) {
+    ADD_FAILURE() << "the accept still sleeps after its timeout";
+    connected = rconnect(c, sa(&a), sizeof(a)) == 0;  // a connection wakes it
+  }
+  EXPECT_EQ(done.get(), -EAGAIN);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 190ms);
+  if (!connected) {
+    ASSERT_EQ(rconnect(c, sa(&a), sizeof(a)), 0) << strerror(errno);
+  }
+  int s = raccept(l, nullptr, nullptr);
+  EXPECT_GE(s, 0) << strerror(errno);
+  for (int fd : {s, c, l}) rclose(fd);
+}
+
 // A blocking connect under way in one thread is, to the others, the kernel's
 // SYN_SENT: poll says not ready (not hung up), a non-blocking receive EAGAIN
 // (not ENOTCONN), a second connect EALREADY, a blocking receive waits for

@@ -226,6 +226,16 @@ CASE(accept_peer_address, "accept", 0, "accept=0 len=16 family=same addr=same po
       port_of(a) == cport ? "same" : "other");
 }
 
+// SO_RCVTIMEO bounds a blocking accept, as a receive: EAGAIN at the bound.
+CASE(accept_rcvtimeo, "accept", 0, "set=0 accept=-1:EAGAIN@now waited=bound") {
+  int l = listener();
+  timeval tv = {0, 300000};
+  R("set", setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv));
+  double t0 = mono();
+  T("accept", accept(l, nullptr, nullptr));
+  obs("waited=%s", mono() - t0 >= 0.25 ? "bound" : "less");
+}
+
 CASE(accept_wakes_on_shutdown, "accept", 0, "accept=-1:EINVAL@after-peer") {
   int l = listener();
   later(PEER_MS, [l] { shutdown(l, SHUT_RDWR); });
