@@ -106,17 +106,19 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
 
   // stream_connect.cpp: the handshake.
   // Drives the connect state machine one step; another thread's connect
-  // under way: -EINPROGRESS at once, or (wait) once it ended.
+  // under way: -EINPROGRESS at once, or (wait: the connection service) once
+  // it ended.
   int advance_connect(bool wait = true) EXCLUDES(connect_mutex_);
   int connect_step() REQUIRES(connect_mutex_);
   // connect()'s: the steps until the end, or, on a blocking socket with
   // SO_SNDTIMEO, until that bound (-EINPROGRESS, or -EINTR for a signal:
   // the handshake goes on as a non-blocking one's).
   int connect_within_timeout() REQUIRES(connect_mutex_);
-  // A blocking connect, receive or send while the handshake goes on behind
-  // it (a connect past its bound, or interrupted): waits for its end, at
-  // most us (Timeouts' microseconds: the call's SO_SNDTIMEO or SO_RCVTIMEO;
-  // at_bound then, -EINTR for a signal), as TCP's.
+  // A blocking connect, receive or send while a handshake is under way
+  // (another thread's blocking connect, or one going on behind: past its
+  // bound, or interrupted): waits for its end, at most us (Timeouts'
+  // microseconds: the call's SO_SNDTIMEO or SO_RCVTIMEO; at_bound then,
+  // -EINTR for a signal), as TCP's.
   int wait_connect_end(uint64_t us, int at_bound) EXCLUDES(connect_mutex_);
   int create_endpoint();  // CQ, QP, buffers, posted receives
   void format_conn_data(wire::ConnData* out) const;

@@ -72,9 +72,10 @@ int StreamSocket::send_direct(const uint8_t* in, size_t len, int flags, size_t* 
 ssize_t StreamSocket::recv(void* buf, size_t len, int flags) {
   if (!buf && len) return -EFAULT;
   if (state_ & kOpening) {
-    int err = advance_connect(!nonblocking(flags));
-    // A handshake going on behind (a connect past SO_SNDTIMEO, or
-    // interrupted): a blocking receive waits for its end, as TCP's.
+    // A handshake under way (another thread's blocking connect, or one
+    // going on behind): a blocking receive waits for its end within
+    // SO_RCVTIMEO, as TCP's in SYN_SENT.
+    int err = advance_connect(false);
     if (err == -EINPROGRESS && !nonblocking(flags))
       err = wait_connect_end(timeouts_.receive_us(), -EAGAIN);
     if (err) return err == -EINPROGRESS ? -EAGAIN : err;
@@ -144,8 +145,8 @@ ssize_t StreamSocket::recv(void* buf, size_t len, int flags) {
 ssize_t StreamSocket::send(const void* buf, size_t len, int flags) {
   if (!buf && len) return -EFAULT;
   if (state_ & kOpening) {
-    int err = advance_connect(!nonblocking(flags));
-    if (err == -EINPROGRESS && !nonblocking(flags))  // as recv's
+    int err = advance_connect(false);
+    if (err == -EINPROGRESS && !nonblocking(flags))  // as recv's, within SO_SNDTIMEO
       err = wait_connect_end(timeouts_.send_us(), -EAGAIN);
     if (err) return err == -EINPROGRESS ? -EAGAIN : err;
   }

@@ -337,7 +337,7 @@ TEST(RsocketAsTcp, AReceiveTimeoutEndsABlockedAcceptWithEagain) {
 // A blocking connect under way in one thread is, to the others, the kernel's
 // SYN_SENT: poll says not ready (not hung up), a non-blocking receive EAGAIN
 // (not ENOTCONN), a second connect EALREADY, a blocking receive waits for
-// the connection and its first byte. Ours answers one request per free
+// the connection and its first byte (within SO_RCVTIMEO). Ours answers one request per free
 // backlog slot without raccept, so a second client's connect waits until the
 // first is accepted. (Left looking unconnected, a CPython server thread
 // reading its client's socket got ENOTCONN under load.)
@@ -370,6 +370,16 @@ TEST(RsocketAsTcp, AConnectUnderWayInAnotherThreadIsOpeningToTheOthers) {
   errno = 0;
   EXPECT_EQ(rconnect(second, sa(&a), sizeof(a)), -1);
   EXPECT_EQ(errno, EALREADY) << strerror(errno);
+  // A blocking receive waits for the connection within SO_RCVTIMEO.
+  timeval tv{0, 200000};
+  ASSERT_EQ(rsetsockopt(second, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+  auto t0 = std::chrono::steady_clock::now();
+  auto timed = std::async(std::launch::async, [&] { return rrecv(second, &b, 1, 0) < 0 ? -errno : 0; });
+  ASSERT_EQ(timed.wait_for(scaled(5s)), std::future_status::ready) << "a receive waited past its timeout";
+  EXPECT_EQ(timed.get(), -EAGAIN);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 190ms);
+  tv = {0, 0};  // for ever again, for the reader
+  ASSERT_EQ(rsetsockopt(second, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
   auto reader = std::async(std::launch::async, [&] {
     char c = 0;
     ssize_t n = rrecv(second, &c, 1, 0);
