@@ -20,25 +20,20 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <rdma/rdma_cma.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "cycle_common.h"
+
 namespace {
 
-double now_us() {
-  using namespace std::chrono;
-  return duration<double, std::micro>(steady_clock::now().time_since_epoch()).count();
-}
+using namespace bench;
 
 ibv_qp_init_attr qp_attr(uint32_t depth) {
   ibv_qp_init_attr a{};  // a fresh one each time: the library writes the CQs back
@@ -100,16 +95,6 @@ int serve(const sockaddr_in& sin, int cycles, uint32_t depth, int ready) {
   return 0;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-double p90(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() * 9 / 10];
-}
-
 // One cycle, its two steps' times in *connect_us and *close_us.
 bool cycle(rdma_event_channel* ch, sockaddr_in& sin, uint32_t depth, double* connect_us,
            double* close_us) {
@@ -164,19 +149,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: cm_cycle --addr IPv4 [--port P] [--cycles N] [--depth D]\n");
     return 2;
   }
-  int ready[2];
-  if (pipe(ready)) return 1;
-  pid_t server = fork();
-  if (server == 0) {
-    close(ready[0]);
-    _exit(serve(sin, cycles, static_cast<uint32_t>(depth), ready[1]));
-  }
-  close(ready[1]);
-  char x;
-  if (read(ready[0], &x, 1) != 1) {
-    fprintf(stderr, "the server did not listen\n");
-    return 1;
-  }
+  pid_t server = fork_server([&](int ready) { return serve(sin, cycles, static_cast<uint32_t>(depth), ready); });
+  if (server < 0) return 1;
   rdma_event_channel* ch = rdma_create_event_channel();
   if (!ch) return perror("rdma_create_event_channel"), 1;
   std::vector<double> whole, connect_us, close_us;
@@ -193,10 +167,8 @@ int main(int argc, char** argv) {
     close_us.push_back(d);
   }
   rdma_destroy_event_channel(ch);
-  if (failed) kill(server, SIGTERM);
-  int status = 0;
-  waitpid(server, &status, 0);
+  bool server_ok = server_done(server, failed);
   printf("cycles=%zu cycle_us=%.0f p90_us=%.0f connect_us=%.0f close_us=%.0f\n", whole.size(),
          median(whole), p90(whole), median(connect_us), median(close_us));
-  return failed || !WIFEXITED(status) || WEXITSTATUS(status) ? 1 : 0;
+  return failed || !server_ok ? 1 : 0;
 }

@@ -12,31 +12,22 @@
 // a cycle failed (what failed on stderr).
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "cycle_common.h"
 #include "socket_io.h"
 
 namespace {
 
-using bench::read_all;
-using bench::write_all;
-
-double now_us() {
-  using namespace std::chrono;
-  return duration<double, std::micro>(steady_clock::now().time_since_epoch()).count();
-}
+using namespace bench;
 
 // Accepts `cycles` connections one at a time: echoes `bytes`, reads to
 // end-of-file, closes. Says it listens with a byte on `ready`.
@@ -66,16 +57,6 @@ int serve(const sockaddr_in& sin, int cycles, size_t bytes, int ready) {
   return 0;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-double p90(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() * 9 / 10];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,19 +77,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: conn_cycle --addr IPv4 [--port P] [--cycles N] [--bytes N]\n");
     return 2;
   }
-  int ready[2];
-  if (pipe(ready)) return 1;
-  pid_t server = fork();
-  if (server == 0) {
-    close(ready[0]);
-    _exit(serve(sin, cycles, bytes, ready[1]));
-  }
-  close(ready[1]);
-  char x;
-  if (read(ready[0], &x, 1) != 1) {
-    fprintf(stderr, "the server did not listen\n");
-    return 1;
-  }
+  pid_t server = fork_server([&](int ready) { return serve(sin, cycles, bytes, ready); });
+  if (server < 0) return 1;
   std::vector<char> out(bytes, 'c'), in(bytes);
   std::vector<double> cycle, connect_us, echo, close_us;
   int failed = 0;
@@ -133,10 +103,8 @@ int main(int argc, char** argv) {
     echo.push_back(t2 - t1);
     close_us.push_back(t3 - t2);
   }
-  if (failed) kill(server, SIGTERM);
-  int status = 0;
-  waitpid(server, &status, 0);
+  bool server_ok = server_done(server, failed);
   printf("cycles=%zu cycle_us=%.0f p90_us=%.0f connect_us=%.0f echo_us=%.0f close_us=%.0f\n", cycle.size(),
          median(cycle), p90(cycle), median(connect_us), median(echo), median(close_us));
-  return failed || !WIFEXITED(status) || WEXITSTATUS(status) ? 1 : 0;
+  return failed || !server_ok ? 1 : 0;
 }
