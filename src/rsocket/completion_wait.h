@@ -78,12 +78,10 @@ class CompletionWait {
   int wait(Test test, bool nonblock, uint64_t timeout_us) {
     if (timeout_us == Timeouts::kNone) return wait(test, nonblock);
     if (timeout_us == Timeouts::kAtOnce) return wait(test, true);
-    uint64_t deadline = now_us() + timeout_us;
+    uint64_t deadline = Timeouts::deadline(timeout_us);
     return spin_then_sleep(nonblock, spin_, [&](bool look_only) {
       if (look_only) return wait_loop(test, true, -1);
-      uint64_t now = now_us();
-      int ms = now >= deadline ? 0 : static_cast<int>((deadline - now + 999) / 1000);
-      int ret = wait_loop(test, false, ms, true);
+      int ret = wait_loop(test, false, Timeouts::poll_ms(deadline), true);
       return ret == -ETIMEDOUT && now_us() >= deadline ? -EAGAIN : ret;
     });
   }

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <climits>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -297,8 +296,7 @@ int StreamSocket::accept(sockaddr* addr, socklen_t* len) {
     // SO_RCVTIMEO bounds a blocking accept, as accept(2)'s: EAGAIN at the
     // bound, EINTR for a signal (never restarted, as the kernel's).
     pollfd p{accept_queue_[0], POLLIN, 0};
-    uint64_t ms = us == Timeouts::kAtOnce ? 0 : (us + 999) / 1000;
-    int n = ::poll(&p, 1, static_cast<int>(std::min<uint64_t>(ms, INT_MAX)));
+    int n = ::poll(&p, 1, Timeouts::poll_ms(Timeouts::deadline(us)));
     if (n < 0) return -errno;
     if (n == 0) return state_ != kListening ? -EINVAL : -EAGAIN;
   }
@@ -346,8 +344,10 @@ int StreamSocket::connect(const sockaddr* addr, socklen_t len) {
   if (state_ == kInit || state_ == kBound) std::memcpy(&id_->route.addr.dst_addr, addr, len);
   int err = connect_within_timeout();
   bool opening = (state_ & kOpening) != 0;
-  // Followed by the connection service from here: it must not block.
-  if (opening && !(fd_flags_ & O_NONBLOCK)) set_fd_nonblocking(id_->channel->fd, true);
+  // Followed by the connection service from here (its handshake's end, or
+  // its disconnect): it must not block.
+  if ((opening || (state_ & kConnected)) && !(fd_flags_ & O_NONBLOCK))
+    set_fd_nonblocking(id_->channel->fd, true);
   connect_mutex_.unlock();
   // A connect that ended here (a blocking one, above all): sleepers in rpoll
   // or repoll on this socket from other threads look again (its events were
@@ -360,7 +360,6 @@ int StreamSocket::connect(const sockaddr* addr, socklen_t len) {
   bool connected = !err && (state_ & kConnected);
   if (connected) connect_reported_ = true;
   if ((opening || connected) && !in_service_) {
-    if (connected && !(fd_flags_ & O_NONBLOCK)) set_fd_nonblocking(id_->channel->fd, true);
     if (!watch(Watch::connections, this)) in_service_ = true;
   }
   return err;

@@ -9,7 +9,6 @@
 #include <cstring>
 
 #include "core/cm.h"
-#include "rsocket/clock.h"
 #include "rsocket/endpoint_spares.h"
 #include "rsocket/kernel_fds.h"
 #include "rsocket/poll.h"
@@ -58,27 +57,22 @@ int StreamSocket::connect_within_timeout() {
   }
   int fd = id_->channel->fd;
   if (int err = set_fd_nonblocking(fd, true)) return err;
-  uint64_t deadline = now_us() + (us == Timeouts::kAtOnce ? 0 : us);
+  uint64_t deadline = Timeouts::deadline(us);
   for (;;) {
     int err = connect_step();
     if (err != -EINPROGRESS) return err;
-    uint64_t now = now_us();
-    if (now >= deadline) return -EINPROGRESS;
+    int ms = Timeouts::poll_ms(deadline);
+    if (!ms) return -EINPROGRESS;
     pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>((deadline - now + 999) / 1000)) < 0 && errno == EINTR)
-      return -EINTR;
+    if (::poll(&p, 1, ms) < 0 && errno == EINTR) return -EINTR;
   }
 }
 
 int StreamSocket::wait_connect_end(uint64_t us, int at_bound) {
-  uint64_t deadline = us == Timeouts::kNone ? 0 : now_us() + (us == Timeouts::kAtOnce ? 0 : us);
+  uint64_t deadline = Timeouts::deadline(us);
   while (state_ & kOpening) {
-    int ms = -1;
-    if (deadline) {
-      uint64_t now = now_us();
-      if (now >= deadline) return at_bound;
-      ms = static_cast<int>((deadline - now + 999) / 1000);
-    }
+    int ms = Timeouts::poll_ms(deadline);
+    if (!ms) return at_bound;
     pollfd p{fd_, POLLOUT, 0};
     if (int n = rsocket::poll(&p, 1, ms); n < 0) return n;
   }

@@ -9,11 +9,14 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstdint>
 
 #include "rsocket/caller_memory.h"
+#include "rsocket/clock.h"
 
 namespace rdmacm::rsocket {
 
@@ -52,6 +55,22 @@ class Timeouts {
   // In microseconds: kNone, kAtOnce, or the time.
   uint64_t receive_us() const { return rcv_us_.load(std::memory_order_relaxed); }
   uint64_t send_us() const { return snd_us_.load(std::memory_order_relaxed); }
+
+  // A bounded wait's end on now_us()'s clock, for one of the times above: 0
+  // for none (kNone), now for kAtOnce.
+  static uint64_t deadline(uint64_t us) {
+    if (us == kNone) return 0;
+    uint64_t now = now_us();
+    return us == kAtOnce ? now : now + std::min<uint64_t>(us, ~uint64_t{0} - now);
+  }
+  // What poll(2) may wait of it: -1 for none, 0 once it passed, at most
+  // INT_MAX ms (a longer wait polls again).
+  static int poll_ms(uint64_t deadline) {
+    if (!deadline) return -1;
+    uint64_t now = now_us();
+    if (now >= deadline) return 0;
+    return static_cast<int>(std::min<uint64_t>((deadline - now + 999) / 1000, INT_MAX));
+  }
 
  private:
   std::atomic<uint64_t>& slot(int name) { return name == SO_RCVTIMEO ? rcv_us_ : snd_us_; }

@@ -244,6 +244,14 @@ CASE(accept_wakes_on_shutdown, "accept", 0, "accept=-1:EINVAL@after-peer") {
 
 // --- connect ------------------------------------------------------------------------
 
+// "so_error=NAME" (or 0): the pending error a connect left, as getsockopt reads it.
+static void obs_so_error(int fd) {
+  int err = -1;
+  socklen_t len = sizeof err;
+  getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  obs("so_error=%s", err ? strerrorname_np(err) : "0");
+}
+
 CASE(connect_blocking, "connect", 0, "connect=0@now accept=0") {
   int l = listener();
   int c = socket(FAM, SOCK_STREAM, 0);
@@ -260,10 +268,7 @@ CASE(connect_nonblocking, "connect", 0, "connect=-1:EINPROGRESS poll=1@now reven
     T("poll", poll(&p, 1, 3000));
     obs("revents=%s", pollbits(p.revents));
   }
-  int err = -1;
-  socklen_t len = sizeof err;
-  getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len);
-  obs("so_error=%s", err ? strerrorname_np(err) : "0");
+  obs_so_error(c);
   R("accept", accept(l, nullptr, nullptr) >= 0 ? 0 : -1);
 }
 
@@ -292,10 +297,7 @@ CASE(connect_nonblocking_refused, "connect", 0, "connect=-1:EINPROGRESS poll=1@n
     T("poll", poll(&p, 1, 3000));
     obs("revents=%s", pollbits(p.revents));
   }
-  int err = -1;
-  socklen_t len = sizeof err;
-  getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len);
-  obs("so_error=%s", err ? strerrorname_np(err) : "0");
+  obs_so_error(c);
 }
 
 CASE(connect_nonblocking_again, "connect", 0, "connect2=0") {
@@ -331,10 +333,7 @@ CASE(connect_sndtimeo_backlog_full, "connect", LONG,
   pollfd p = {c, POLLOUT, 0};
   R("poll", poll(&p, 1, 9000));
   obs("revents=%s", pollbits(p.revents));
-  int err = -1;
-  socklen_t len = sizeof err;
-  getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len);
-  obs("so_error=%s", err ? strerrorname_np(err) : "0");
+  obs_so_error(c);
   R("connect3", connect(c, (sockaddr *)&LADDR, LLEN));
 }
 
@@ -416,10 +415,7 @@ CASE(connect_nonblocking_onlink_nobody, "connect", LONG,
   pollfd p = {c, POLLOUT, 0};
   T("poll", poll(&p, 1, 9000));
   obs("revents=%s", pollbits(p.revents));
-  int err = -1;
-  socklen_t len = sizeof err;
-  getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len);
-  obs("so_error=%s", err ? strerrorname_np(err) : "0");
+  obs_so_error(c);
 }
 
 CASE(connect_short_addrlen, "connect", 0, "connect=-1:EINVAL") {
