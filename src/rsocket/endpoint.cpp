@@ -1,5 +1,6 @@
 #include "rsocket/endpoint.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <utility>
@@ -38,9 +39,14 @@ int make_endpoint(const EndpointShape& shape, Endpoint* out, bool ahead) {
   // it as its own flags say when it takes the endpoint); the QP's context
   // is the socket's, set then too.
   Sizes granted = shape.sizes;
-  if (int err = make_queue_pair(shape.pd, {IBV_QPT_RC, 2, 1, false, nullptr, false, ahead},
+  uint16_t sq = shape.sizes.sq_size, rq = shape.sizes.rq_size;
+  uint32_t cq = shape.msg_send ? 0u : std::min(sq, kStartSendDepth) + std::min(rq, kStartRecvDepth);
+  if (int err = make_queue_pair(shape.pd, {IBV_QPT_RC, 2, 1, false, nullptr, false, ahead, cq},
                                 &granted, &out->qp))
     return err;
+  bool shallow = out->qp.cq_entries < uint32_t{sq} + rq;
+  out->sq_depth = shallow ? std::min(sq, kStartSendDepth) : sq;
+  out->rq_depth = shallow ? std::min(rq, kStartRecvDepth) : rq;
   out->sq_inline = granted.sq_inline;
   if (shape.msg_send && out->sq_inline < wire::kMsgSize) return -ENOTSUP;
   errno = 0;
@@ -78,6 +84,8 @@ Endpoint::~Endpoint() {
 
 void Endpoint::swap(Endpoint& o) noexcept {
   std::swap(qp, o.qp);
+  std::swap(sq_depth, o.sq_depth);
+  std::swap(rq_depth, o.rq_depth);
   std::swap(sq_inline, o.sq_inline);
   std::swap(rbuf, o.rbuf);
   std::swap(rmr, o.rmr);

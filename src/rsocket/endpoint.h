@@ -29,8 +29,18 @@ struct EndpointShape {
   size_t target_len() const;  // the target SGL with the iomap
 };
 
+// The queues a connection keeps in use at first (sends outstanding, receives
+// posted, both within the QP's configured depths: ones that cannot grow
+// later), and a CQ for just as many; the socket deepens them as its traffic
+// asks (stream_queue.cpp), to the configured depths. On iWARP (a SEND that
+// finds no receive ends the connection) or a device whose CQs do not resize:
+// the configured depths from the start.
+constexpr uint16_t kStartSendDepth = 64;
+constexpr uint16_t kStartRecvDepth = 32;
+
 struct Endpoint {
   QueuePair qp;             // until the id takes it (attach_queue_pair)
+  uint16_t sq_depth = 0, rq_depth = 0;  // in use at first: their sum is the CQ's entries
   uint16_t sq_inline = 0;   // what the device granted
   uint8_t* rbuf = nullptr;  // rbuf_total() bytes
   ibv_mr* rmr = nullptr;

@@ -3,12 +3,46 @@
 #include <fcntl.h>
 
 #include <cerrno>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "core/cm.h"
+#include "common/mutex.h"
 #include "rsocket/kernel_fds.h"
 
 namespace rdmacm::rsocket {
+namespace {
+
+// Whether a device's CQs resize (rxe, mlx4, mlx5 do; siw and others say
+// EOPNOTSUPP), learnt from its first CQ made small: resized to its own size.
+class Resizers {
+ public:
+  bool can_resize(ibv_cq* cq) EXCLUDES(mutex_) {
+    std::string name = ibv_get_device_name(cq->context->device);
+    LockGuard lock(mutex_);
+    for (const auto& [device, yes] : known_)
+      if (device == name) return yes;
+    bool yes = ibv_resize_cq(cq, cq->cqe) == 0;
+    known_.emplace_back(name, yes);
+    return yes;
+  }
+
+ private:
+  Mutex mutex_;
+  std::vector<std::pair<std::string, bool>> known_ GUARDED_BY(mutex_);
+};
+
+Resizers& resizers() {
+  static auto* r = new Resizers;  // never destroyed: endpoints are made until exit
+  return *r;
+}
+
+ibv_cq* make_cq(ibv_pd* pd, uint32_t entries, ibv_comp_channel* channel) {
+  return ibv_create_cq(pd->context, static_cast<int>(entries), nullptr, channel, 0);
+}
+
+}  // namespace
 
 int make_queue_pair(ibv_pd* pd, const QueuePairShape& shape, Sizes* sizes, QueuePair* out) {
   errno = 0;
@@ -19,7 +53,13 @@ int make_queue_pair(ibv_pd* pd, const QueuePairShape& shape, Sizes* sizes, Queue
     int flags = fcntl(out->channel->fd, F_GETFL);
     if (flags < 0 || fcntl(out->channel->fd, F_SETFL, flags | O_NONBLOCK)) return -errno;
   }
-  out->cq = ibv_create_cq(pd->context, sizes->sq_size + sizes->rq_size, nullptr, out->channel, 0);
+  uint32_t full = uint32_t{sizes->sq_size} + sizes->rq_size;
+  out->cq_entries = shape.cq_entries && shape.cq_entries < full ? shape.cq_entries : full;
+  out->cq = make_cq(pd, out->cq_entries, out->channel);
+  if (out->cq && out->cq_entries < full && !resizers().can_resize(out->cq)) {
+    ibv_destroy_cq(out->cq);
+    out->cq = make_cq(pd, out->cq_entries = full, out->channel);
+  }
   if (!out->cq) return errno ? -errno : -ENOMEM;
   ibv_req_notify_cq(out->cq, 0);
 
@@ -45,6 +85,12 @@ void free_queue_pair(QueuePair* q) {
   if (q->cq) ibv_destroy_cq(q->cq);
   if (q->channel) ibv_destroy_comp_channel(q->channel);
   *q = {};
+}
+
+int grow_cq(ibv_cq* cq, uint32_t entries) {
+  errno = 0;
+  if (int err = ibv_resize_cq(cq, static_cast<int>(entries))) return err > 0 ? -err : errno ? -errno : -EIO;
+  return 0;
 }
 
 int attach_queue_pair(rdma_cm_id* id, QueuePair* q) {

@@ -4,6 +4,11 @@
 // (every send signalled, or only those that ask). They can be made before
 // the id exists (a stream endpoint made ahead: endpoint_spares.h) and given
 // to it later. Torn down the same way, whatever part was made.
+//
+// The CQ holds a completion for every send and receive that can be
+// outstanding at once (a QP that fails flushes them all, quiet sends too):
+// sq + rq entries, or fewer where the caller keeps fewer outstanding and
+// deepens the CQ with them (grow_cq) - on a device that can resize a CQ.
 #pragma once
 
 #include <rdma/rdma_cma.h>
@@ -21,6 +26,9 @@ struct QueuePairShape {
   // Made in the background (a stream endpoint made ahead): the channel's
   // descriptor moved out of the numbers a program counts on at once.
   bool channel_high = false;
+  // The CQ's entries at first: 0 for sq + rq (the QP's depths). Fewer only
+  // where the device resizes CQs (else sq + rq all the same).
+  uint32_t cq_entries = 0;
 };
 
 // The three, not yet an id's.
@@ -28,6 +36,7 @@ struct QueuePair {
   ibv_comp_channel* channel = nullptr;
   ibv_cq* cq = nullptr;
   ibv_qp* qp = nullptr;  // in RESET
+  uint32_t cq_entries = 0;  // what the CQ was made for
 };
 
 // Makes them on pd, with queue depths and inline bytes from sizes;
@@ -35,6 +44,8 @@ struct QueuePair {
 // -errno; on failure *out holds what was made, for free_queue_pair.
 int make_queue_pair(ibv_pd* pd, const QueuePairShape& shape, Sizes* sizes, QueuePair* out);
 void free_queue_pair(QueuePair* q);
+// The CQ made for more entries (never fewer than it holds): 0 or -errno.
+int grow_cq(ibv_cq* cq, uint32_t entries);
 // The id takes them (emptying *q): its CQ and channel fields, the QP through
 // core::attach_qp (to INIT). On failure the QP is destroyed and the id keeps
 // the rest, for destroy_queue_pair.

@@ -157,6 +157,8 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   int connection_error() const { return err_ ? -err_ : -ECONNRESET; }
   int wait_send_room(int flags);
   int post_recv() REQUIRES(cq_mutex_);
+  // Sends outstanding and receives posted, up to sq and rq (stream_queue.cpp).
+  void deepen(uint16_t sq, uint16_t rq) REQUIRES(cq_mutex_);
   // Whether a send completes when fine (stream_queue.cpp): own (signalled,
   // gives back what it holds), or a data message's, signalled or quiet.
   enum class Signal { own, data, quiet };
@@ -314,6 +316,10 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   uint64_t sbuf_posted_ GUARDED_BY(cq_mutex_) = 0, sbuf_grow_mark_ GUARDED_BY(cq_mutex_) = 0;
   ibv_sge ssgl_[2] GUARDED_BY(cq_mutex_){};
   int sqe_avail_ GUARDED_BY(cq_mutex_) = 0;
+  // The queues in use (endpoint.h): sends outstanding at most, receives
+  // posted (the credits a grant gives); deepened with the traffic up to the
+  // QP's depths (sizes_), the CQ with them.
+  uint16_t sq_depth_ GUARDED_BY(cq_mutex_) = 0, rq_depth_ GUARDED_BY(cq_mutex_) = 0;
   Quiet quiet_ GUARDED_BY(cq_mutex_){};  // quiet sends since the last signalled one
   std::vector<Quiet> adopted_ GUARDED_BY(cq_mutex_);  // what each adopting send in flight holds
   size_t adopted_head_ GUARDED_BY(cq_mutex_) = 0, adopted_tail_ GUARDED_BY(cq_mutex_) = 0;

@@ -216,19 +216,21 @@ int StreamSocket::create_endpoint() {
   sbuf_bytes_avail_ = static_cast<int>(ep_.sbuf.size());
   rbuf_free_offset_ = static_cast<int>(sizes_.rbuf_size >> 1);
   rbuf_bytes_avail_ = static_cast<int>(sizes_.rbuf_size >> 1);
-  sqe_avail_ = sizes_.sq_size - static_cast<int>(ctrl_max_seqno_);
+  sq_depth_ = ep_.sq_depth;
+  rq_depth_ = ep_.rq_depth;
+  sqe_avail_ = sq_depth_ - static_cast<int>(ctrl_max_seqno_);
   adopted_.assign(sizes_.sq_size, {});  // at most one per send in flight
-  rseq_comp_ = sizes_.rq_size >> 1;
-  rseq_granted_ = sizes_.rq_size;                    // the credits in our connection data
+  rseq_comp_ = rq_depth_ >> 1;
+  rseq_granted_ = rq_depth_;                         // the credits in our connection data
   rbuf_granted_ = sizes_.rbuf_size >> 1;             // and its data buffer
-  for (int i = 0; i < sizes_.rq_size; ++i)
+  for (int i = 0; i < rq_depth_; ++i)
     if (int err = post_recv()) return err;
   return 0;
 }
 
 void StreamSocket::format_conn_data(wire::ConnData* out) const {
   *out = wire::encode_conn_data(
-      sizes_.rq_size, target_iomap_size_,
+      ep_.rq_depth, target_iomap_size_,
       {reinterpret_cast<uintptr_t>(ep_.target_sgl), ep_.target_mr->rkey, wire::kTargetSglSize},
       {reinterpret_cast<uintptr_t>(ep_.rbuf), ep_.rmr->rkey, sizes_.rbuf_size >> 1});
 }

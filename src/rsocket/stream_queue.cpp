@@ -50,7 +50,7 @@ int StreamSocket::post(ibv_send_wr& wr) {
 StreamSocket::Signal StreamSocket::data_signal(uint32_t sbuf_bytes, bool force) {
   quiet_.wrs += message_wrs();
   quiet_.bytes += static_cast<int>(sbuf_bytes);
-  bool signal = force || quiet_.wrs >= kSignalEvery || sqe_avail_ < sizes_.sq_size / 2 ||
+  bool signal = force || quiet_.wrs >= kSignalEvery || sqe_avail_ < sq_depth_ / 2 ||
                 sbuf_bytes_avail_ < static_cast<int>(ep_.sbuf.size() / 2) || !ctrl_available();
   return signal ? Signal::data : Signal::quiet;
 }
@@ -91,6 +91,22 @@ int StreamSocket::post_recv() {
   }
   int err = ibv_post_recv(id_->qp, &wr, &bad);
   return err > 0 ? -err : err;
+}
+
+// The queues in use made deeper (never past the QP's): the CQ first, for a
+// completion of every send and receive that may then be outstanding, then
+// the receives. A CQ that cannot grow (out of memory) keeps them as they
+// are; a receive that cannot be posted ends the connection.
+void StreamSocket::deepen(uint16_t sq, uint16_t rq) {
+  if (grow_cq(id_->recv_cq, uint32_t{sq} + rq)) return;
+  sqe_avail_ += sq - sq_depth_;
+  sq_depth_ = sq;
+  for (; rq_depth_ < rq; ++rq_depth_)
+    if (int err = post_recv()) {
+      state_ = kError;
+      err_ = -err;
+      return;
+    }
 }
 
 // A message with no data of its own: a WRITE_WITH_IMM of nothing, or on
@@ -183,8 +199,12 @@ void StreamSocket::grow_send_ring() {
 // again, that half: written into the peer's target SGL.
 void StreamSocket::send_credits() {
   ++ctrl_seqno_;
-  rseq_comp_ = static_cast<uint16_t>(rseq_no_ + (sizes_.rq_size >> 1));
-  rseq_granted_ = static_cast<uint16_t>(rseq_no_ + sizes_.rq_size);
+  // The peer spent every credit of the last grant: it may have waited for
+  // this one, so this one allows more (the receives posted first).
+  if (rseq_recv_ == rseq_granted_ && rq_depth_ < sizes_.rq_size)
+    deepen(sq_depth_, static_cast<uint16_t>(std::min(2 * rq_depth_, int{sizes_.rq_size})));
+  rseq_comp_ = static_cast<uint16_t>(rseq_no_ + (rq_depth_ >> 1));
+  rseq_granted_ = static_cast<uint16_t>(rseq_no_ + rq_depth_);
   uint32_t credit = wire::imm(wire::Op::sgl, rseq_granted_);
   if (rbuf_bytes_avail_ < static_cast<int>(sizes_.rbuf_size >> 1)) {
     post_message(credit, credit);
@@ -235,7 +255,7 @@ bool StreamSocket::can_send() const {
 }
 
 bool StreamSocket::all_sends_done() const {
-  return static_cast<int>(ctrl_max_seqno_ - ctrl_seqno_) + sqe_avail_ == sizes_.sq_size ||
+  return static_cast<int>(ctrl_max_seqno_ - ctrl_seqno_) + sqe_avail_ == sq_depth_ ||
          !(state_ & kConnected);
 }
 
@@ -410,6 +430,10 @@ int StreamSocket::sleep_on_cq(int ms) {
 int StreamSocket::wait_send_room(int flags) {
   {
     LockGuard lock(cq_mutex_);
+    if (can_send()) return 0;
+    // Short of send-queue entries only: a deeper queue, where it may grow.
+    if (sqe_avail_ < message_wrs() && sq_depth_ < sizes_.sq_size && (state_ & kConnected))
+      deepen(static_cast<uint16_t>(std::min(2 * sq_depth_, int{sizes_.sq_size})), rq_depth_);
     if (can_send()) return 0;
   }
   if (int err = wait(&StreamSocket::conn_can_send, nonblocking(flags), timeouts_.send_us())) return err;

@@ -4,7 +4,9 @@
 // res show mr`: each with its length), before and after the traffic, with
 // every byte checked. The receive buffer is the window the peer may fill
 // before we read (a 64 KiB reply sent before the peer reads must not block):
-// registered whole at connect, as rdma-core registers both.
+// registered whole at connect, as rdma-core registers both. The queues in
+// use start shallow too and deepen with the traffic (the CQs, `rdma res show
+// cq`).
 #include <gtest/gtest.h>
 #include <rdma/rsocket.h>
 #include <unistd.h>
@@ -57,6 +59,35 @@ void stream_checked(int from, int to, size_t len, uint8_t seed) {
     ssize_t n = rsend(from, out.data() + sent, len - sent, 0);
     ASSERT_GT(n, 0) << strerror(errno);
     sent += static_cast<size_t>(n);
+  }
+  reader.join();
+  EXPECT_TRUE(in == out) << "bytes changed on the way";
+}
+
+// The entries of every CQ this process holds on the device (`rdma res show
+// cq`: a stream connection's one CQ each, an endpoint made ahead's too). rxe
+// reports its ring's slots less one: what was asked, plus one, rounded up to
+// a power of two (96 entries: 127; 768: 1023).
+std::vector<long> cq_entries(std::string* text = nullptr) {
+  std::vector<long> cqes;
+  static const std::regex cq(R"(cqe (\d+) )");
+  std::smatch m;
+  for (const std::string& line : own_resources("cq", text))
+    if (std::regex_search(line, m, cq)) cqes.push_back(std::stol(m[1]));
+  return cqes;
+}
+
+// Sends `count` messages of `size` bytes from `from` (one rsend each) while
+// `to` reads them and checks every byte.
+void messages_checked(int from, int to, int count, size_t size, uint8_t seed) {
+  size_t len = size * static_cast<size_t>(count);
+  std::vector<uint8_t> out(len), in(len);
+  for (size_t i = 0; i < len; ++i) out[i] = static_cast<uint8_t>(i * 13 + seed);
+  std::thread reader([&] { EXPECT_EQ(recv_all(to, in.data(), len), static_cast<ssize_t>(len)); });
+  for (size_t at = 0; at < len;) {
+    ssize_t n = rsend(from, out.data() + at, std::min(size, len - at), 0);
+    ASSERT_GT(n, 0) << strerror(errno);
+    at += static_cast<size_t>(n);
   }
   reader.join();
   EXPECT_TRUE(in == out) << "bytes changed on the way";
@@ -134,6 +165,42 @@ TEST_F(RsocketBuffers, BulkTrafficGrowsTheSendBufferToTheConfiguredSizeEachWay) 
   EXPECT_LE(largest(mr_lengths(&text)), size) << text;
   // Still intact once grown.
   stream_checked(p.client, p.server, 1 << 20, 5);
+}
+
+// The queues start shallow (rdma-core's depths are the QP's, 384 each, but
+// a connection keeps 64 sends and 32 receives in use at first, and its CQ
+// holds just those: rxe maps a CQ's ring into the process whole, 132 KiB at
+// 768 entries) and deepen when a stream of small messages runs out of them:
+// the receiver's when the sender spent every credit, the sender's when its
+// queue was full. Every byte checked; the traffic crossed the device.
+TEST_F(RsocketBuffers, QueuesStartShallowAndAStreamOfSmallMessagesDeepensThem) {
+  Pair p(7673);
+  ASSERT_GE(p.client, 0);
+  std::string text;
+  std::vector<long> at_start = cq_entries(&text);
+  ASSERT_GE(at_start.size(), 2u) << "rdma res show cq found too few CQs:\n" << text;
+  constexpr long kShallow = 127, kDeepest = 1023;  // 64 + 32 entries; 384 + 384
+  EXPECT_LE(largest(at_start), kShallow) << "a connection's CQ made deep:\n" << text;
+  long before = sent_packets();
+  stream_checked(p.client, p.server, 4096, 1);
+  stream_checked(p.server, p.client, 4096, 2);
+  EXPECT_LE(largest(cq_entries(&text)), kShallow) << "a 4 KiB echo deepened a queue:\n" << text;
+  // Small messages each way, 20,000 at a time, until both ends' CQs are
+  // deeper (at most 10 rounds).
+  std::vector<long> cqes;
+  for (int i = 0; i < 10; i++) {
+    messages_checked(p.client, p.server, 20000, 16, static_cast<uint8_t>(3 + i));
+    messages_checked(p.server, p.client, 20000, 16, static_cast<uint8_t>(4 + i));
+    cqes = cq_entries(&text);
+    if (std::count_if(cqes.begin(), cqes.end(), [](long c) { return c > kShallow; }) >= 2) break;
+  }
+  EXPECT_GT(sent_packets() - before, 20000) << "the messages did not cross the device";
+  EXPECT_GE(std::count_if(cqes.begin(), cqes.end(), [](long c) { return c > kShallow; }), 2)
+      << "a connection whose queues stayed shallow:\n" << text;
+  EXPECT_LE(largest(cqes), kDeepest) << "a CQ past the QP's depths:\n" << text;
+  // Still intact once deepened: bulk and small messages.
+  stream_checked(p.client, p.server, 1 << 20, 5);
+  messages_checked(p.server, p.client, 5000, 16, 6);
 }
 
 }  // namespace

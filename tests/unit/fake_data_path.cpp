@@ -292,6 +292,14 @@ ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cq_context, ibv_comp_chan
   return cq;
 }
 
+int ibv_resize_cq(ibv_cq* cq, int cqe) {
+  std::lock_guard lock(data_mutex);
+  auto* c = static_cast<Cq*>(cq);
+  if (cqe < static_cast<int>(c->completions.size())) return EINVAL;
+  c->cqe = cqe;
+  return 0;
+}
+
 int ibv_destroy_cq(ibv_cq* cq) {
   auto* c = static_cast<Cq*>(cq);
   {
