@@ -121,10 +121,11 @@ namespace {
 // Requests past a small backlog that the kernel holds unanswered (listen).
 constexpr int kHeldRequests = 128;  // as TCP's tcp_max_syn_backlog on a small host
 
-// listen(2)'s bounds: a backlog past SOMAXCONN (or negative) is SOMAXCONN,
-// and one of 0 still takes a connection.
+// The connections a listener holds for raccept, as the kernel's accept
+// queue: one more than the backlog (0 holds one), which listen(2) takes as
+// SOMAXCONN past it (or negative).
 size_t backlog_limit(int backlog) {
-  return backlog < 0 || backlog > SOMAXCONN ? SOMAXCONN : std::max(backlog, 1);
+  return (backlog < 0 || backlog > SOMAXCONN ? SOMAXCONN : static_cast<size_t>(backlog)) + 1;
 }
 }  // namespace
 

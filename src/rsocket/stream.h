@@ -333,7 +333,7 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // A listener's connections that raccept has not taken yet: accepting (the
   // connection service follows their handshake, for at most
   // kAcceptTimeoutMs) or connected, their fd in accept_queue_. At most
-  // backlog_; past it the listener takes no more requests (paused_: the
+  // backlog_ (rlisten's backlog + 1, as TCP's accept queue); past it the listener takes no more requests (paused_: the
   // listener service stops watching it), so that they wait in the kernel, as
   // TCP's past a full accept queue: the kernel holds as many as rlisten's
   // backlog unanswered, drops the rest without a word, and the peer's CM sends

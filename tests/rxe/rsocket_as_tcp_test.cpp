@@ -337,9 +337,9 @@ TEST(RsocketAsTcp, AReceiveTimeoutEndsABlockedAcceptWithEagain) {
 // A blocking connect under way in one thread is, to the others, the kernel's
 // SYN_SENT: poll says not ready (not hung up), a non-blocking receive EAGAIN
 // (not ENOTCONN), a second connect EALREADY, a blocking receive waits for
-// the connection and its first byte (within SO_RCVTIMEO). Ours answers one request per free
-// backlog slot without raccept, so a second client's connect waits until the
-// first is accepted. (Left looking unconnected, a CPython server thread
+// the connection and its first byte (within SO_RCVTIMEO). A backlog of 0
+// holds one connection for raccept (as TCP's), so a second client's connect
+// waits until the first is accepted. (Left looking unconnected, a CPython server thread
 // reading its client's socket got ENOTCONN under load.)
 TEST(RsocketAsTcp, AConnectUnderWayInAnotherThreadIsOpeningToTheOthers) {
   if (reference()) GTEST_SKIP() << "rdma-core 44 crashes here (SIGSEGV, measured on rxe)";
@@ -349,7 +349,7 @@ TEST(RsocketAsTcp, AConnectUnderWayInAnotherThreadIsOpeningToTheOthers) {
   rsetsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   sockaddr_in a = device_addr(kPort);
   ASSERT_EQ(rbind(l, sa(&a), sizeof(a)), 0) << strerror(errno);
-  ASSERT_EQ(rlisten(l, 1), 0) << strerror(errno);
+  ASSERT_EQ(rlisten(l, 0), 0) << strerror(errno);
   auto dial = [&](int fd) { return rconnect(fd, sa(&a), sizeof(a)) ? -errno : 0; };
   int first = rsocket(AF_INET, SOCK_STREAM, 0), second = rsocket(AF_INET, SOCK_STREAM, 0);
   auto filled = std::async(std::launch::async, dial, first);

@@ -128,6 +128,38 @@ CASE(listen_backlog4_16clients, "listen", DATA | LONG, "connected=16 refused=0 o
   backlog_case(4, 16);
 }
 
+// How many connections a listener holds for accept, nobody accepting: the
+// kernel's accept queue takes backlog + 1 (0 takes one); the request past it
+// is dropped and its connect goes on trying (here: still under way after
+// 1.5 s, then made once the server accepts).
+static void held_case(int backlog, int clients) {
+  int l = listener(backlog);
+  std::vector<pollfd> p;
+  for (int i = 0; i < clients; i++) {
+    int c = socket(FAM, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    connect(c, (sockaddr *)&LADDR, LLEN);
+    p.push_back({c, POLLOUT, 0});
+    usleep(100 * 1000);  // in order: the last ones are those past the queue
+  }
+  usleep(1500 * 1000);
+  poll(p.data(), p.size(), 0);
+  int connected = 0;
+  for (const pollfd &q : p) connected += q.revents == POLLOUT;
+  obs("connected=%d waiting=%d", connected, clients - connected);
+  pollfd room = {l, POLLIN, 0};
+  if (poll(&room, 1, 2000) == 1) close(accept(l, nullptr, nullptr));  // room for one more
+  pollfd last = p.back();
+  R("poll_last", poll(&last, 1, 9000));
+  obs("revents=%s", pollbits(last.revents));
+}
+
+CASE(listen_backlog2_holds_3, "listen", LONG, "connected=3 waiting=1 poll_last=1 revents=OUT") {
+  held_case(2, 4);
+}
+CASE(listen_backlog0_holds_1, "listen", LONG, "connected=1 waiting=1 poll_last=1 revents=OUT") {
+  held_case(0, 2);
+}
+
 CASE(listen_twice, "listen", 0, "listen2=0") {
   int l = listener(2);
   R("listen2", listen(l, 8));
