@@ -9,25 +9,6 @@
 
 namespace rspreload {
 
-Deadline Deadline::in(int ms) {
-  Deadline d;
-  clock_gettime(CLOCK_MONOTONIC, &d.at);
-  d.at.tv_sec += ms / 1000;
-  d.at.tv_nsec += (ms % 1000) * 1000000L;
-  if (d.at.tv_nsec >= 1000000000L) {
-    d.at.tv_sec++;
-    d.at.tv_nsec -= 1000000000L;
-  }
-  return d;
-}
-
-int Deadline::left_ms() const {
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  long long ns = (at.tv_sec - now.tv_sec) * 1000000000LL + (at.tv_nsec - now.tv_nsec);
-  return ns <= 0 ? 0 : static_cast<int>((ns + 999999) / 1000000);
-}
-
 namespace {
 
 // tcp_peer_now, and whether a `quiet` answer was a partial announcement

@@ -4,7 +4,8 @@
 #pragma once
 
 #include <sys/socket.h>
-#include <time.h>
+
+#include "deadline.h"
 
 namespace rspreload {
 
@@ -34,13 +35,6 @@ constexpr int kIdentityWaitMs = 1000;
 constexpr int kSemaphoreWaitMs = kPeerWaitMs;
 constexpr int kAnnouncementWaitMs = 2 * kSemaphoreWaitMs;
 constexpr int kConnectWaitMs = 2 * kPeerWaitMs;
-
-// A point in time (CLOCK_MONOTONIC) and what is left of it.
-struct Deadline {
-  timespec at;
-  static Deadline in(int ms);
-  int left_ms() const;  // 0 once passed
-};
 
 // What the TCP peer has done, seen without consuming a byte.
 enum class TcpPeer {

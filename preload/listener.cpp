@@ -8,10 +8,9 @@
 #include <string.h>
 #include <time.h>
 
-#include <algorithm>
-#include <climits>
-#include <cstdint>
+#include <optional>
 
+#include "deadline.h"
 #include "interpose.h"
 #include "trace.h"
 
@@ -116,25 +115,13 @@ void listen_on_kernel_too(int fd, Entry* e, int backlog) {
 
 namespace {
 
-// A blocking accept's bound (SO_RCVTIMEO, as accept(2)): the monotonic
-// time in ms it ends at, or -1 for none.
-int64_t accept_deadline_ms(Entry* e) {
+// A blocking accept's bound (SO_RCVTIMEO, as accept(2)), if it has one.
+std::optional<Deadline> accept_deadline(Entry* e) {
   timeval tv{};
   socklen_t tl = sizeof tv;
-  if (rgetsockopt(e->rfd, SOL_SOCKET, SO_RCVTIMEO, &tv, &tl) || (!tv.tv_sec && !tv.tv_usec)) return -1;
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1000000 + int64_t{tv.tv_sec} * 1000 +
-         (tv.tv_usec + 999) / 1000;
-}
-
-// Milliseconds left until deadline (-1: none; 0: passed).
-int ms_left(int64_t deadline) {
-  if (deadline < 0) return -1;
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  int64_t left = deadline - (int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1000000);
-  return left <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left, INT_MAX));
+  if (rgetsockopt(e->rfd, SOL_SOCKET, SO_RCVTIMEO, &tv, &tl) || (!tv.tv_sec && !tv.tv_usec))
+    return std::nullopt;
+  return Deadline::after(tv);
 }
 
 }  // namespace
@@ -144,17 +131,18 @@ int accept_listener(int fd, Entry* e, sockaddr* addr, socklen_t* len, int flags)
   int fl = real::fcntl(fd, F_GETFL);
   if (fl < 0) return -1;
   bool blocking = !(fl & O_NONBLOCK);
-  int64_t deadline = blocking ? accept_deadline_ms(e) : -1;
+  std::optional<Deadline> deadline;
+  if (blocking) deadline = accept_deadline(e);
   // Alternating which side is looked at first: neither starves.
   bool kernel_first = e->turn.fetch_add(1, std::memory_order_relaxed) & 1;
   for (;;) {
     pollfd p[2] = {{e->rfd, POLLIN, POLLIN}, {fd, POLLIN, POLLIN}};
     if (blocking) {
       p[0].revents = p[1].revents = 0;
-      int n = rpoll_as_is(p, 2, ms_left(deadline));
+      int n = rpoll_as_is(p, 2, deadline ? deadline->left_ms() : -1);
       if (n < 0) {
         // A bounded wait is never restarted (the kernel's accept neither).
-        if (errno == EINTR && deadline < 0 && restart_after_signal()) continue;
+        if (errno == EINTR && !deadline && restart_after_signal()) continue;
         return -1;
       }
       if (n == 0) return fail(EAGAIN);  // SO_RCVTIMEO passed

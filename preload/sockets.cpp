@@ -52,6 +52,15 @@ void fall_back_to_kernel(Entry* e) {
   e->rfd = -1;
 }
 
+// A bind that found the RDMA port taken, on a socket that asked to share it
+// (SO_REUSEPORT, mirrored on the placeholder): the kernel socket takes the
+// port if the kernel lets it (the holder shares it too).
+bool shares_port(int fd, int err) {
+  int on = 0;
+  socklen_t len = sizeof on;
+  return err == EADDRINUSE && real::getsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, &len) == 0 && on;
+}
+
 }  // namespace
 
 RSPRELOAD_EXPORT int socket(int domain, int type, int protocol) noexcept {
@@ -89,8 +98,12 @@ RSPRELOAD_EXPORT int bind(int fd, const sockaddr* addr, socklen_t len) noexcept 
   if (ret == 0 && addr && len <= sizeof e->bound) {
     memcpy(&e->bound, addr, len);
     e->bound_len = len;
-  } else if (ret < 0 && (errno == EADDRNOTAVAIL || errno == ENODEV)) {
-    // No RDMA device has that address.
+  } else if (ret < 0 && (errno == EADDRNOTAVAIL || errno == ENODEV || shares_port(fd, errno))) {
+    // No RDMA device has that address, or another socket holds its RDMA port
+    // and this one asked to share the port (SO_REUSEPORT: the kernel shares
+    // it among listeners; an RDMA port has one): the kernel socket takes it,
+    // if the kernel lets it.
+    bool sharing = errno == EADDRINUSE;
     char text[80];
     addr_text(addr, len, text);
     if (!settings().fall_back) {
@@ -98,10 +111,11 @@ RSPRELOAD_EXPORT int bind(int fd, const sockaddr* addr, socklen_t len) noexcept 
             strerror(errno));
       return -1;
     }
+    if (sharing && real::bind(fd, addr, len)) return -1;  // as the kernel would: still an rsocket
     trace("fd %d: bind to %s: %s; the socket is the kernel's from now on", fd, text,
-          strerror(errno));
+          sharing ? "RDMA port taken, SO_REUSEPORT" : strerror(errno));
     fall_back_to_kernel(e);
-    return real::bind(fd, addr, len);
+    return sharing ? 0 : real::bind(fd, addr, len);
   }
   return ret;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <thread>
 
@@ -66,6 +67,16 @@ TEST(PreloadForkPeer, ADeadlineCountsDown) {
   int left = Deadline::in(1500).left_ms();
   EXPECT_GT(left, 1500 - rdmacm::test::scaled_ms(200));
   EXPECT_LE(left, 1500);
+}
+
+// A blocking accept's SO_RCVTIMEO (listener.cpp): a timeval, as long as a
+// program may set it; poll takes an int of milliseconds.
+TEST(PreloadForkPeer, ADeadlineFromATimevalRoundsUpAndAFarOneReadsAsIntMax) {
+  int left = Deadline::after(timeval{2, 500}).left_ms();
+  EXPECT_GT(left, 2001 - rdmacm::test::scaled_ms(200));
+  EXPECT_LE(left, 2001);
+  EXPECT_EQ(Deadline::after(timeval{30 * 86400, 0}).left_ms(), INT_MAX);
+  EXPECT_EQ(Deadline::after(timeval{LONG_MAX, 999999}).left_ms(), INT_MAX);
 }
 
 TEST(PreloadForkPeer, TheActiveSideReadsTheAnnouncementWithoutConsumingIt) {

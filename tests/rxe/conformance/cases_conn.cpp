@@ -66,6 +66,40 @@ CASE(bind_reuseaddr_both, "bind", 0, "bind=-1:EADDRINUSE") {
   R("bind", bind(b, (sockaddr *)&LADDR, LLEN));
 }
 
+// Two listeners on one port, both with SO_REUSEPORT (nginx's and HAProxy's
+// workers, a Go server's): both bind and listen, and the connections made
+// to the port are accepted, by one or the other.
+CASE(bind_reuseport_two_listeners, "bind", DATA, "bind=0 bind2=0 listen=0 listen2=0 connected=4 accepted=4") {
+  int one = 1;
+  int a = socket(FAM, SOCK_STREAM, 0), b = socket(FAM, SOCK_STREAM, 0);
+  setsockopt(a, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  setsockopt(b, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  R("bind", bind(a, (sockaddr *)&ADDR, ALEN));
+  LLEN = sizeof LADDR;
+  getsockname(a, (sockaddr *)&LADDR, &LLEN);
+  R("bind2", bind(b, (sockaddr *)&LADDR, LLEN));
+  R("listen", listen(a, 16));
+  R("listen2", listen(b, 16));
+  int connected = 0, accepted = 0;
+  std::vector<int> clients;
+  for (int i = 0; i < 4; i++) {
+    int c = dial(LADDR, LLEN);
+    connected += c >= 0;
+    clients.push_back(c);
+  }
+  double end = mono() + 5;
+  while (accepted < connected && mono() < end) {
+    pollfd p[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+    if (poll(p, 2, 500) <= 0) continue;
+    for (const pollfd &q : p)
+      if (q.revents & POLLIN) {
+        int s = accept(q.fd, nullptr, nullptr);
+        accepted += s >= 0;
+      }
+  }
+  obs("connected=%d accepted=%d", connected, accepted);
+}
+
 CASE(socket_bad_type, "bind", 0, "socket=-1:EINVAL") { R("socket", socket(FAM, 99, 0)); }
 
 CASE(getsockname_after_bind, "bind", 0, "bind=0 getsockname=0 len=16 port=set") {
