@@ -46,3 +46,18 @@ apt_download() {
 	shift
 	(cd "$dir" && apt-get download -qq -o APT::Sandbox::User=root "$@" >&2)
 }
+
+# apt_download_near DIR PKG VER: PKG at VER into DIR, else at another version
+# of the same upstream release (a package Debian uploaded again alone: the
+# archive keeps only its newest, e.g. linux-kbuild-6.1 at 6.1.192-3 beside an
+# image still at 6.1.192-2). Fails if there is none.
+apt_download_near() {
+	local dir=$1 pkg=$2 ver=$3 v
+	apt_download "$dir" "$pkg=$ver" 2>/dev/null && return
+	for v in $(apt-cache madison "$pkg" 2>/dev/null | awk -F'|' '{ gsub(/ /, "", $2); print $2 }'); do
+		[ "${v%-*}" = "${ver%-*}" ] && [ "$v" != "$ver" ] || continue
+		msg "$pkg=$ver is not in the archive: taking $v, the same upstream release"
+		apt_download "$dir" "$pkg=$v" && return
+	done
+	return 1
+}

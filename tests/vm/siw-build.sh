@@ -5,7 +5,8 @@
 # Soft-iWARP for --siw. Debian builds its kernel without siw (CONFIG_RDMA_SIW is
 # not set), so siw.ko is built out of tree from the same kernel's own source
 # and headers (apt-get download: the image, linux-headers-$KV and what it
-# depends on, linux-kbuild-X.Y, linux-source-X.Y, all at the image's version).
+# depends on, linux-kbuild-X.Y, linux-source-X.Y, at the image's version or,
+# where the archive moved one on, its upstream release: apt_download_near).
 # Unsigned, it loads (the kernel is tainted, not refused). Writes $3/siw/:
 # the modules siw needs that the initramfs lacks (libcrc32c, crc32c_generic)
 # and siw.ko, decompressed, in load order (`order`); stage2 loads them from
@@ -23,13 +24,16 @@ build_siw() {
 	fi
 	tmp=$(mktemp -d "$CACHE/.siw.XXXXXX")
 	msg "siw: fetching $pkg, linux-headers-$kver, linux-source-$xy ($ver)"
-	apt_download "$tmp" "$pkg=$ver" "linux-headers-$kver=$ver" "linux-source-$xy=$ver" ||
+	# The image and its headers exactly; the source, linux-kbuild-X.Y and the
+	# headers' common part (the headers' own dependencies) of the same upstream
+	# release at least.
+	apt_download "$tmp" "$pkg=$ver" "linux-headers-$kver=$ver" ||
 		{ rm -rf "$tmp"; die "siw: apt-get download failed"; }
 	hdr=$(ls "$tmp"/linux-headers-"$kver"_*.deb)
-	# The headers' own dependencies: linux-headers-<abi>-common and linux-kbuild-X.Y.
-	deps=$(dpkg-deb -f "$hdr" Depends | tr ',' '\n' | awk '$1 ~ /^linux-(headers-.*-common|kbuild-)/ { print $1 "=" v }' v="$ver")
-	# shellcheck disable=SC2086
-	apt_download "$tmp" $deps || { rm -rf "$tmp"; die "siw: apt-get download $deps failed"; }
+	deps=$(dpkg-deb -f "$hdr" Depends | tr ',' '\n' | awk '$1 ~ /^linux-(headers-.*-common|kbuild-)/ { print $1 }')
+	for f in "linux-source-$xy" $deps; do
+		apt_download_near "$tmp" "$f" "$ver" || { rm -rf "$tmp"; die "siw: apt-get download $f ($ver) failed"; }
+	done
 	t1=$(since "$t0")
 	for f in "$tmp"/*.deb; do
 		case $f in */linux-source-*) ;; *) dpkg-deb -x "$f" "$tmp/root" ;; esac
