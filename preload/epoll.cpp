@@ -1,4 +1,4 @@
-// epoll_create, epoll_create1, epoll_ctl, epoll_wait, epoll_pwait over
+// epoll_create, epoll_create1, epoll_ctl, epoll_wait, epoll_pwait, epoll_pwait2 over
 // librdmacm's repoll_* (rsockets and ordinary descriptors in one set). The
 // program's epoll descriptor is a kernel epoll instance standing for the
 // repoll set; where the library has no repoll (ENOSYS), it is simply the
@@ -65,4 +65,14 @@ RSPRELOAD_EXPORT int epoll_pwait(int epfd, epoll_event* events, int max, int tim
   Entry* set = repoll_entry(epfd);
   if (!set) return real::epoll_pwait(epfd, events, max, timeout, mask);
   return with_sigmask(mask, [&] { return repoll_wait(set->rfd, events, max, timeout); });
+}
+
+RSPRELOAD_EXPORT int epoll_pwait2(int epfd, epoll_event* events, int max, const timespec* timeout,
+                                  const sigset_t* mask) {
+  Entry* set = repoll_entry(epfd);
+  if (!set) return real::epoll_pwait2(epfd, events, max, timeout, mask);
+  if (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000L))
+    return fail(EINVAL);
+  int ms = timespec_ms(timeout);
+  return with_sigmask(mask, [&] { return repoll_wait(set->rfd, events, max, ms); });
 }

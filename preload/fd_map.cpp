@@ -94,4 +94,10 @@ Entry* rsocket_entry(int fd) {
   return k == Kind::rsocket ? e : nullptr;
 }
 
+Entry* rpoll_entry(int fd) {
+  Entry* e = find_entry(fd);
+  if (e && e->kind.load(std::memory_order_acquire) == Kind::repoll) return e;
+  return rsocket_entry(fd);
+}
+
 }  // namespace rspreload

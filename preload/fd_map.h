@@ -75,5 +75,9 @@ void for_each_entry(void (*fn)(int fd, Entry* e));
 // A fork-pending socket (RDMAV_FORK_SAFE) becomes an rsocket here, on its
 // first use after accept() or connect() (fork.cpp).
 Entry* rsocket_entry(int fd);
+// An rsocket's entry, or an epoll descriptor's that stands for a repoll set
+// (pollable as the set: readable while a member is ready): what rpoll
+// watches in the descriptor's place (e->rfd).
+Entry* rpoll_entry(int fd);
 
 }  // namespace rspreload

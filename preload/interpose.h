@@ -54,6 +54,13 @@ inline int rpoll_as_is(pollfd* fds, nfds_t n, int timeout) {
   return ret;
 }
 
+// A wait's timespec in poll's milliseconds, rounded up (null: -1, for ever).
+inline int timespec_ms(const timespec* ts) {
+  if (!ts) return -1;
+  long long ms = ts->tv_sec * 1000LL + (ts->tv_nsec + 999999) / 1000000;
+  return ms > 0x7fffffff ? 0x7fffffff : static_cast<int>(ms);
+}
+
 // Runs `wait` with `mask` as the thread's signal mask (ppoll, pselect,
 // epoll_pwait): rsockets have no atomic variant, so the mask is swapped
 // around the wait.

@@ -1,6 +1,7 @@
 // poll, ppoll, select, pselect (and __poll_chk, __ppoll_chk): when no
-// descriptor in the call is an rsocket they are libc's; otherwise rpoll
-// waits on the rsockets' own descriptors and the ordinary ones together.
+// descriptor in the call is an rsocket (or an epoll descriptor, which stands
+// for a repoll set: epoll.cpp) they are libc's; otherwise rpoll waits on
+// the rsockets' own descriptors and the ordinary ones together.
 // select's sets are read and written the way the kernel's select does:
 // readable on POLLIN/POLLHUP/POLLERR, writable on POLLOUT/POLLERR,
 // exceptional on POLLPRI (rdma-core's mapping put HUP and ERR in the
@@ -33,32 +34,27 @@ pollfd* scratch(nfds_t n) {
   return fds;
 }
 
-int to_ms(const timespec* ts) {
-  if (!ts) return -1;
-  long long ms = ts->tv_sec * 1000LL + (ts->tv_nsec + 999999) / 1000000;
-  return ms > 0x7fffffff ? 0x7fffffff : static_cast<int>(ms);
-}
-
 bool any_rsocket(const pollfd* fds, nfds_t n) {
   for (nfds_t i = 0; i < n; i++)
-    if (rsocket_entry(fds[i].fd)) return true;
+    if (rpoll_entry(fds[i].fd)) return true;
   return false;
 }
 
-// rpoll over the program's descriptors: an rsocket as its rsocket, beside a
+// rpoll over the program's descriptors: an rsocket as its rsocket (an epoll
+// descriptor as the repoll set it stands for), beside a
 // listener its kernel TCP side (listener.h), whose POLLIN is the listener's
 // too; ordinary descriptors as they are. revents are written on success.
 int poll_rsockets(pollfd* fds, nfds_t n, int timeout, const sigset_t* mask) {
   nfds_t twins = 0;
   for (nfds_t i = 0; i < n; i++) {
-    Entry* e = rsocket_entry(fds[i].fd);
+    Entry* e = rpoll_entry(fds[i].fd);
     if (e && e->twin.load(std::memory_order_acquire)) twins++;
   }
   pollfd* r = scratch(n + twins);
   if (!r) return fail(ENOMEM);
   nfds_t m = n;
   for (nfds_t i = 0; i < n; i++) {
-    Entry* e = rsocket_entry(fds[i].fd);
+    Entry* e = rpoll_entry(fds[i].fd);
     r[i] = {e ? e->rfd : fds[i].fd, fds[i].events, 0};
     if (e && e->twin.load(std::memory_order_acquire) && m < n + twins)
       r[m++] = {fds[i].fd, static_cast<short>(fds[i].events & POLLIN), 0};
@@ -78,7 +74,7 @@ int poll_rsockets(pollfd* fds, nfds_t n, int timeout, const sigset_t* mask) {
 bool any_rsocket_in(int nfds, const fd_set* rd, const fd_set* wr, const fd_set* ex) {
   for (int fd = 0; fd < nfds; fd++) {
     if ((rd && FD_ISSET(fd, rd)) || (wr && FD_ISSET(fd, wr)) || (ex && FD_ISSET(fd, ex))) {
-      if (rsocket_entry(fd)) return true;
+      if (rpoll_entry(fd)) return true;
     }
   }
   return false;
@@ -149,7 +145,7 @@ RSPRELOAD_EXPORT int __poll_chk(pollfd* fds, nfds_t n, int timeout, size_t fdsle
 
 RSPRELOAD_EXPORT int ppoll(pollfd* fds, nfds_t n, const timespec* ts, const sigset_t* mask) {
   if (inside_rpoll || !fds || past_nofile_limit(n) || !any_rsocket(fds, n)) return real::ppoll(fds, n, ts, mask);
-  return poll_rsockets(fds, n, to_ms(ts), mask);
+  return poll_rsockets(fds, n, timespec_ms(ts), mask);
 }
 
 RSPRELOAD_EXPORT int __ppoll_chk(pollfd* fds, nfds_t n, const timespec* ts, const sigset_t* mask,
@@ -186,5 +182,5 @@ RSPRELOAD_EXPORT int pselect(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, const
                              const sigset_t* mask) {
   if (nfds < 0 || nfds > FD_SETSIZE || !any_rsocket_in(nfds, rd, wr, ex))
     return real::pselect(nfds, rd, wr, ex, ts, mask);
-  return select_rsockets(nfds, rd, wr, ex, to_ms(ts), mask);
+  return select_rsockets(nfds, rd, wr, ex, timespec_ms(ts), mask);
 }

@@ -58,4 +58,5 @@ RSPRELOAD_REAL(epoll_create1);
 RSPRELOAD_REAL(epoll_ctl);
 RSPRELOAD_REAL(epoll_wait);
 RSPRELOAD_REAL(epoll_pwait);
+RSPRELOAD_REAL(epoll_pwait2);
 }  // namespace rspreload::real

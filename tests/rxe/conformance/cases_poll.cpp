@@ -206,3 +206,38 @@ CASE(epoll_oneshot, "poll", DATA, "epoll_wait=1@now events=IN epoll_wait=0@now")
   send(c, "b", 1, 0);
   ep_wait(ep, 100);  // disarmed
 }
+
+// An epoll descriptor is itself pollable: readable while a descriptor in its
+// set is ready. Event loops nest it so (QEMU's ppolls its epoll fd; a loop
+// embedding libuv polls uv_backend_fd): poll the epoll fd, then take the
+// events without sleeping, until there is one. Here the loop gets the peer's
+// data once it came (under the preload the epoll fd stood for nothing the
+// kernel could see, and the loop slept for ever).
+CASE(poll_epoll_fd_readable, "poll", DATA, "got=1 events=IN when=after-peer") {
+  int c, s;
+  pair(c, s);
+  int ep = ep_with(s, EPOLLIN);
+  later(PEER_MS, [c] { send(c, "d", 1, 0); });
+  epoll_event e{};
+  int n = 0;
+  double end = mono() + 3;
+  while (n == 0 && mono() < end) {
+    pollfd p = {ep, POLLIN, 0};
+    if (poll(&p, 1, 3000) == 1) n = epoll_wait(ep, &e, 1, 0);
+  }
+  obs("got=%d events=%s when=%s", n, n > 0 ? epollbits(e.events) : "0",
+      peer_at.load() > 0 ? "after-peer" : "before-peer");
+}
+
+// epoll_pwait2 (glibc 2.35): epoll_pwait with a timespec.
+CASE(epoll_pwait2_in, "poll", DATA, "epoll_pwait2=1@after-peer events=IN epoll_pwait2=0@now") {
+  int c, s;
+  pair(c, s);
+  int ep = ep_with(s, EPOLLIN | EPOLLET);
+  later(PEER_MS, [c] { send(c, "d", 1, 0); });
+  epoll_event e{};
+  timespec ts = {3, 0};
+  if (T("epoll_pwait2", epoll_pwait2(ep, &e, 1, &ts, nullptr)) > 0) obs("events=%s", epollbits(e.events));
+  ts = {0, 100 * 1000 * 1000};
+  T("epoll_pwait2", epoll_pwait2(ep, &e, 1, &ts, nullptr));  // edge-triggered: nothing new
+}
