@@ -100,11 +100,13 @@ class EpollSet final : public File {
     return 0;
   }
   void release(std::unique_ptr<File> self) override;
-  // In rpoll: the kernel epoll fd it is (readable while something may be).
+  // In rpoll (and a set nested in a set): readable while a wait would
+  // report something, as the kernel's epoll fd polls (ready_now); it sleeps
+  // on the kernel set, which whatever may make it ready fires.
   short poll_state(short events) override {
-    pollfd p{fd_, events, 0};
-    ::poll(&p, 1, 0);
-    return p.revents;
+    if (!(events & POLLIN)) return 0;
+    LockGuard lock(mutex_);
+    return ready_now() ? POLLIN : 0;
   }
   int wait_fd() override { return fd_; }
   void consume_wakeup() override {}
@@ -121,6 +123,7 @@ class EpollSet final : public File {
     bool activity = false;  // its wake fd brought something since the last look
     bool fresh = false;     // added or modified since the last look
     bool disarmed = false;  // EPOLLONESHOT, reported
+    bool send_news = false;  // a send found no room since its last report (news)
     uint64_t looked = 0;    // the check() round that last looked at it
   };
   using Members = std::unordered_map<int, Member>;
@@ -130,7 +133,11 @@ class EpollSet final : public File {
   int control_socket(int op, int fd, Socket* s, const epoll_event* ev, Members::iterator it)
       REQUIRES(mutex_);
   void drop(Members::iterator it) REQUIRES(mutex_);
-  int take_kernel(const epoll_event* kev, int n, epoll_event* out) REQUIRES(mutex_);
+  int take_kernel(const epoll_event* kev, int n, epoll_event* out, const std::vector<int>& stashed)
+      REQUIRES(mutex_);
+  Member* member_of(uint64_t tag) REQUIRES(mutex_);
+  int take_stash(epoll_event* out, int max, std::vector<int>* fds) REQUIRES(mutex_);
+  bool ready_now() REQUIRES(mutex_);
   int check(epoll_event* out, int room) REQUIRES(mutex_);
   uint32_t look(int fd, Member& m) REQUIRES(mutex_);
   bool news(Member& m, uint32_t ready) REQUIRES(mutex_);
@@ -152,6 +159,9 @@ class EpollSet final : public File {
   std::vector<int> changed_ GUARDED_BY(mutex_);  // queue_changed's, kept for its capacity
   SpinBudget spin_;  // how long a wait looks before it sleeps, with rsockets in the set
   uint32_t next_gen_ GUARDED_BY(mutex_) = 0;
+  // Ordinary fds' kernel events that ready_now took and no wait reported yet
+  // (data: their tag): the next wait reports them first.
+  std::vector<epoll_event> stash_ GUARDED_BY(mutex_);
   int pending_fd_ = -1;  // an eventfd in the set, readable while check_ is not empty
   bool pending_ GUARDED_BY(mutex_) = false;
 };
@@ -233,6 +243,7 @@ int EpollSet::control_kernel(int op, int fd, const epoll_event* ev, Members::ite
     if (it != members_.end() && (err == ENOENT || err == EBADF)) members_.erase(it);
     return -err;
   }
+  std::erase_if(stash_, [fd](const epoll_event& e) { return static_cast<int>(e.data.u64) == fd; });
   if (op == EPOLL_CTL_DEL)
     members_.erase(it);
   else  // ADD also replaces the entry of an fd closed without DEL
@@ -338,7 +349,34 @@ uint32_t EpollSet::look(int fd, Member& m) {
 
 // Kernel events: ordinary fds go out as the kernel reports them; an
 // rsocket's wake fd queues it for a look.
-int EpollSet::take_kernel(const epoll_event* kev, int n, epoll_event* out) {
+// The member a kernel event's tag names, if it is still the one the
+// kernel queued the event for.
+EpollSet::Member* EpollSet::member_of(uint64_t t) {
+  auto it = members_.find(static_cast<int>(static_cast<uint32_t>(t)));
+  if (it == members_.end() || it->second.gen != ((t >> 32) & kGenMask) ||
+      !(t & kRsocketBit) != !it->second.socket)
+    return nullptr;  // deleted (and perhaps added again) since
+  return &it->second;
+}
+
+// The stashed events (ready_now's) of members still there; their fds in *fds.
+int EpollSet::take_stash(epoll_event* out, int max, std::vector<int>* fds) {
+  int got = 0;
+  size_t i = 0;
+  for (; i < stash_.size() && got < max; ++i) {
+    Member* m = member_of(stash_[i].data.u64);
+    if (!m) continue;
+    fds->push_back(static_cast<int>(static_cast<uint32_t>(stash_[i].data.u64)));
+    out[got++] = {stash_[i].events, m->data};
+  }
+  stash_.erase(stash_.begin(), stash_.begin() + static_cast<std::ptrdiff_t>(i));
+  return got;
+}
+
+// stashed: ordinary fds this wait reported from the stash already (a
+// level-triggered one comes again from the kernel).
+int EpollSet::take_kernel(const epoll_event* kev, int n, epoll_event* out,
+                          const std::vector<int>& stashed) {
   int got = 0;
   for (int i = 0; i < n; ++i) {
     uint64_t t = kev[i].data.u64;
@@ -347,13 +385,13 @@ int EpollSet::take_kernel(const epoll_event* kev, int n, epoll_event* out) {
       queue_changed();
       continue;
     }
-    auto it = members_.find(static_cast<int>(static_cast<uint32_t>(t)));
-    if (it == members_.end() || it->second.gen != ((t >> 32) & kGenMask) ||
-        !(t & kRsocketBit) != !it->second.socket)
-      continue;  // deleted (and perhaps added again) since the kernel queued it
-    Member& m = it->second;
+    Member* mp = member_of(t);
+    if (!mp) continue;
+    Member& m = *mp;
+    int fd = static_cast<int>(static_cast<uint32_t>(t));
     if (!m.socket) {
-      out[got++] = {kev[i].events, m.data};
+      if (std::find(stashed.begin(), stashed.end(), fd) == stashed.end())
+        out[got++] = {kev[i].events, m.data};
       continue;
     }
     // Only if still there: another thread (the application's rrecv or
@@ -363,7 +401,7 @@ int EpollSet::take_kernel(const epoll_event* kev, int n, epoll_event* out) {
       m.socket->consume_wakeup();
       m.activity = true;
     }
-    queue(it->first, m);
+    queue(fd, m);
   }
   return got;
 }
@@ -378,7 +416,49 @@ bool EpollSet::news(Member& m, uint32_t ready) {
   if (ready & ~m.last) return true;
   if (m.fresh) return ready != 0;
   if (m.activity && (ready & ~static_cast<uint32_t>(EPOLLOUT))) return true;
-  return (ready & EPOLLOUT) && m.socket->take_send_blocked();
+  if ((ready & EPOLLOUT) && !m.send_news) m.send_news = m.socket->take_send_blocked();
+  return (ready & EPOLLOUT) && m.send_news;
+}
+
+// Whether a wait would report anything now, reporting nothing: takes the
+// kernel's events (an ordinary fd's goes to stash_, for the next wait) and
+// looks at the queued rsockets; one that a wait would report stays queued
+// as it was (the pending eventfd keeps the kernel set readable), the others
+// are looked at as a wait would.
+bool EpollSet::ready_now() {
+  epoll_event kev[kBatch];
+  int n = epoll_wait(fd_, kev, kBatch, 0);
+  for (int i = 0; i < n; ++i) {
+    Member* m = kev[i].data.u64 < kStateChangeTag ? member_of(kev[i].data.u64) : nullptr;
+    if (m && !m->socket) {
+      stash_.push_back(kev[i]);
+      kev[i].data.u64 = kPendingTag;  // not take_kernel's
+    }
+  }
+  take_kernel(kev, std::max(n, 0), nullptr, {});
+  bool any = !stash_.empty();
+  ++round_;
+  for (size_t k = check_.size(); k; --k) {
+    int fd = check_.front();
+    check_.pop_front();
+    auto it = members_.find(fd);
+    if (it == members_.end() || !it->second.queued) continue;
+    Member& m = it->second;
+    if (m.looked == round_) continue;
+    m.looked = round_;
+    m.queued = false;
+    if (m.disarmed) continue;
+    uint32_t ready = look(fd, m);
+    if (!(m.events & EPOLLET) ? ready != 0 : news(m, ready)) {
+      any = true;
+      queue(fd, m);
+      continue;
+    }
+    m.last = ready;
+    m.activity = m.fresh = false;
+  }
+  update_pending();
+  return any;
 }
 
 // Looks at the queued rsockets, each at most once, until room runs out.
@@ -403,7 +483,10 @@ int EpollSet::check(epoll_event* out, int room) {
     m.last = ready;
     m.activity = m.fresh = false;
     if (report) {
-      if (ready & EPOLLOUT) m.socket->take_send_blocked();  // reported
+      if (ready & EPOLLOUT) {  // reported
+        m.socket->take_send_blocked();
+        m.send_news = false;
+      }
       out[got++] = {ready, m.data};
       if (m.events & EPOLLONESHOT) m.disarmed = true;
     }
@@ -435,17 +518,21 @@ int EpollSet::wait(epoll_event* out, int max, int timeout) {
   const uint64_t start = timeout ? now_us() : 0;
   const uint64_t spin_us = timeout ? spin_.us() : 0;
   epoll_event kev[kBatch];
+  std::vector<int> stashed;
   for (;;) {
-    int ms;
+    int ms, got;
     {
       LockGuard lock(mutex_);
-      ms = check_.empty() ? sleep_ms(timeout, start) : 0;
+      stashed.clear();
+      got = take_stash(out, max, &stashed);
+      if (got == max) return got;
+      ms = check_.empty() && !got ? sleep_ms(timeout, start) : 0;
       if (ms && sockets_ && now_us() - start < spin_us) ms = 0;
     }
-    int n = epoll_wait(fd_, kev, std::min(max, kBatch), ms);
-    if (n < 0) return -errno;  // EINTR included, as epoll_wait
+    int n = epoll_wait(fd_, kev, std::min(max - got, kBatch), ms);
+    if (n < 0) return got ? got : -errno;  // EINTR included, as epoll_wait
     LockGuard lock(mutex_);
-    int got = take_kernel(kev, n, out);
+    got += take_kernel(kev, n, out + got, stashed);
     // Slept the whole interval: rpoll's safety net, a look at every rsocket.
     if (!n && ms > 0 && sockets_) queue_all();
     got += check(out + got, max - got);
