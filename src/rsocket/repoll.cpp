@@ -138,7 +138,7 @@ class EpollSet final : public File {
   Member* member_of(uint64_t tag) REQUIRES(mutex_);
   int take_stash(epoll_event* out, int max, std::vector<int>* fds) REQUIRES(mutex_);
   bool ready_now() REQUIRES(mutex_);
-  int check(epoll_event* out, int room) REQUIRES(mutex_);
+  int check(epoll_event* out, int room, bool peek = false) REQUIRES(mutex_);
   uint32_t look(int fd, Member& m) REQUIRES(mutex_);
   bool news(Member& m, uint32_t ready) REQUIRES(mutex_);
   void queue(int fd, Member& m) REQUIRES(mutex_);
@@ -436,33 +436,15 @@ bool EpollSet::ready_now() {
     }
   }
   take_kernel(kev, std::max(n, 0), nullptr, {});
-  bool any = !stash_.empty();
-  ++round_;
-  for (size_t k = check_.size(); k; --k) {
-    int fd = check_.front();
-    check_.pop_front();
-    auto it = members_.find(fd);
-    if (it == members_.end() || !it->second.queued) continue;
-    Member& m = it->second;
-    if (m.looked == round_) continue;
-    m.looked = round_;
-    m.queued = false;
-    if (m.disarmed) continue;
-    uint32_t ready = look(fd, m);
-    if (!(m.events & EPOLLET) ? ready != 0 : news(m, ready)) {
-      any = true;
-      queue(fd, m);
-      continue;
-    }
-    m.last = ready;
-    m.activity = m.fresh = false;
-  }
+  bool any = !stash_.empty() || check(nullptr, 1, true);
   update_pending();
   return any;
 }
 
 // Looks at the queued rsockets, each at most once, until room runs out.
-int EpollSet::check(epoll_event* out, int room) {
+// peek (ready_now): reports none; one that would be reported stays queued
+// as it was, and counts.
+int EpollSet::check(epoll_event* out, int room, bool peek) {
   int got = 0;
   ++round_;
   for (size_t n = check_.size(); n && got < room; --n) {
@@ -480,6 +462,11 @@ int EpollSet::check(epoll_event* out, int room) {
     uint32_t ready = look(fd, m);
     bool edge = m.events & EPOLLET;
     bool report = !edge ? ready != 0 : news(m, ready);
+    if (report && peek) {
+      ++got;
+      queue(fd, m);
+      continue;
+    }
     m.last = ready;
     m.activity = m.fresh = false;
     if (report) {
