@@ -304,9 +304,11 @@ void EpollSet::queue_changed() {
 }
 
 // The pending eventfd is readable exactly while some rsocket waits for a
-// look, so the kernel fd polls readable then (nesting) and waiters wake.
+// look or a stashed event for a wait, so the kernel fd polls readable then
+// (nesting) and waiters wake (a look in rpoll took that event from under
+// another thread's epoll_wait).
 void EpollSet::update_pending() {
-  if (check_.empty() == !pending_) return;
+  if ((check_.empty() && stash_.empty()) == !pending_) return;
   uint64_t c = 1;
   if (pending_) {
     if (::read(pending_fd_, &c, sizeof(c)) < 0) {
@@ -512,7 +514,10 @@ int EpollSet::wait(epoll_event* out, int max, int timeout) {
       LockGuard lock(mutex_);
       stashed.clear();
       got = take_stash(out, max, &stashed);
-      if (got == max) return got;
+      if (got == max) {
+        update_pending();
+        return got;
+      }
       ms = check_.empty() && !got ? sleep_ms(timeout, start) : 0;
       if (ms && sockets_ && now_us() - start < spin_us) ms = 0;
     }
