@@ -40,13 +40,14 @@ int make_endpoint(const EndpointShape& shape, Endpoint* out, bool ahead) {
   // is the socket's, set then too.
   Sizes granted = shape.sizes;
   uint16_t sq = shape.sizes.sq_size, rq = shape.sizes.rq_size;
-  uint32_t cq = shape.msg_send ? 0u : std::min(sq, kStartSendDepth) + std::min(rq, kStartRecvDepth);
+  uint16_t sq_start = std::min(sq, kStartSendDepth), rq_start = std::min(rq, kStartRecvDepth);
+  uint32_t cq = shape.msg_send ? 0u : sq_start + rq_start;
   if (int err = make_queue_pair(shape.pd, {IBV_QPT_RC, 2, 1, false, nullptr, false, ahead, cq},
                                 &granted, &out->qp))
     return err;
   bool shallow = out->qp.cq_entries < uint32_t{sq} + rq;
-  out->sq_depth = shallow ? std::min(sq, kStartSendDepth) : sq;
-  out->rq_depth = shallow ? std::min(rq, kStartRecvDepth) : rq;
+  out->sq_depth = shallow ? sq_start : sq;
+  out->rq_depth = shallow ? rq_start : rq;
   out->sq_inline = granted.sq_inline;
   if (shape.msg_send && out->sq_inline < wire::kMsgSize) return -ENOTSUP;
   errno = 0;

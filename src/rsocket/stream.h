@@ -157,8 +157,9 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   int connection_error() const { return err_ ? -err_ : -ECONNRESET; }
   int wait_send_room(int flags);
   int post_recv() REQUIRES(cq_mutex_);
-  // Sends outstanding and receives posted, up to sq and rq (stream_queue.cpp).
-  void deepen(uint16_t sq, uint16_t rq) REQUIRES(cq_mutex_);
+  // The sends outstanding (sends) or the receives posted doubled, up to the
+  // QP's depths (stream_queue.cpp).
+  void deepen(bool sends) REQUIRES(cq_mutex_);
   // Whether a send completes when fine (stream_queue.cpp): own (signalled,
   // gives back what it holds), or a data message's, signalled or quiet.
   enum class Signal { own, data, quiet };

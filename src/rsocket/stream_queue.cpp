@@ -93,12 +93,16 @@ int StreamSocket::post_recv() {
   return err > 0 ? -err : err;
 }
 
-// The queues in use made deeper (never past the QP's): the CQ first, for a
-// completion of every send and receive that may then be outstanding, then
-// the receives. A CQ that cannot grow (out of memory) keeps them as they
-// are; a receive that cannot be posted ends the connection.
-void StreamSocket::deepen(uint16_t sq, uint16_t rq) {
-  if (grow_cq(id_->recv_cq, uint32_t{sq} + rq)) return;
+// The send queue in use (sends) or the receives posted, doubled up to the
+// QP's depth: the CQ first, for a completion of every send and receive that
+// may then be outstanding, then the receives. A CQ that cannot grow (out of
+// memory) keeps them as they are; a receive that cannot be posted ends the
+// connection.
+void StreamSocket::deepen(bool sends) {
+  auto doubled = [](int depth, int max) { return static_cast<uint16_t>(std::min(2 * depth, max)); };
+  uint16_t sq = sends ? doubled(sq_depth_, sizes_.sq_size) : sq_depth_;
+  uint16_t rq = sends ? rq_depth_ : doubled(rq_depth_, sizes_.rq_size);
+  if ((sq == sq_depth_ && rq == rq_depth_) || grow_cq(id_->recv_cq, uint32_t{sq} + rq)) return;
   sqe_avail_ += sq - sq_depth_;
   sq_depth_ = sq;
   for (; rq_depth_ < rq; ++rq_depth_)
@@ -201,8 +205,7 @@ void StreamSocket::send_credits() {
   ++ctrl_seqno_;
   // The peer spent every credit of the last grant: it may have waited for
   // this one, so this one allows more (the receives posted first).
-  if (rseq_recv_ == rseq_granted_ && rq_depth_ < sizes_.rq_size)
-    deepen(sq_depth_, static_cast<uint16_t>(std::min(2 * rq_depth_, int{sizes_.rq_size})));
+  if (rseq_recv_ == rseq_granted_) deepen(false);
   rseq_comp_ = static_cast<uint16_t>(rseq_no_ + (rq_depth_ >> 1));
   rseq_granted_ = static_cast<uint16_t>(rseq_no_ + rq_depth_);
   uint32_t credit = wire::imm(wire::Op::sgl, rseq_granted_);
@@ -432,8 +435,7 @@ int StreamSocket::wait_send_room(int flags) {
     LockGuard lock(cq_mutex_);
     if (can_send()) return 0;
     // Short of send-queue entries only: a deeper queue, where it may grow.
-    if (sqe_avail_ < message_wrs() && sq_depth_ < sizes_.sq_size && (state_ & kConnected))
-      deepen(static_cast<uint16_t>(std::min(2 * sq_depth_, int{sizes_.sq_size})), rq_depth_);
+    if (sqe_avail_ < message_wrs() && (state_ & kConnected)) deepen(true);
     if (can_send()) return 0;
   }
   if (int err = wait(&StreamSocket::conn_can_send, nonblocking(flags), timeouts_.send_us())) return err;
