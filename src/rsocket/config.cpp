@@ -12,17 +12,19 @@ namespace {
 
 constexpr const char* kDir = "/etc/rdma/rsocket/";
 
-// Reads one number from kDir/name into value; leaves it alone if the file is
-// missing or holds no number.
+// Reads one number from kDir/name into value; leaves it alone (and says
+// false) if the file is missing or holds no number.
 template <typename T>
-void read(const char* name, T* value) {
+bool read(const char* name, T* value) {
   char path[128];
   std::snprintf(path, sizeof(path), "%s%s", kDir, name);
   FILE* f = std::fopen(path, "re");
-  if (!f) return;
+  if (!f) return false;
   unsigned long long v = 0;
-  if (std::fscanf(f, "%llu", &v) == 1) *value = static_cast<T>(v);
+  bool got = std::fscanf(f, "%llu", &v) == 1;
+  if (got) *value = static_cast<T>(v);
   std::fclose(f);
+  return got;
 }
 
 Config load() {
@@ -30,8 +32,8 @@ Config load() {
   read("polling_time", &c.polling_time);
   read("wake_up_interval", &c.wake_up_interval);
   read("inline_default", &c.inline_default);
-  read("sqsize_default", &c.sqsize_default);
-  read("rqsize_default", &c.rqsize_default);
+  c.sqsize_set = read("sqsize_default", &c.sqsize_default);
+  c.rqsize_set = read("rqsize_default", &c.rqsize_default);
   read("mem_default", &c.mem_default);
   if (c.mem_default < 1) c.mem_default = 1;
   read("wmem_default", &c.wmem_default);

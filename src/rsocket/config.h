@@ -11,6 +11,7 @@ struct Config {
   uint16_t inline_default = 64;
   uint16_t sqsize_default = 384;
   uint16_t rqsize_default = 384;
+  bool sqsize_set = false, rqsize_set = false;  // the files named depths (sizes.h: *_asked)
   uint16_t iomap_size = 0;
   uint32_t polling_time = 10;       // microseconds rpoll and blocking calls spin
   int wake_up_interval = 5000;      // milliseconds between rpoll's re-checks

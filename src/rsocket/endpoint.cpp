@@ -23,6 +23,8 @@ bool EndpointShape::operator==(const EndpointShape& o) const {
   return pd == o.pd && sizes.sbuf_size == o.sizes.sbuf_size &&
          sizes.rbuf_size == o.sizes.rbuf_size && sizes.sq_size == o.sizes.sq_size &&
          sizes.rq_size == o.sizes.rq_size && sizes.sq_inline == o.sizes.sq_inline &&
+         sizes.sq_size_asked == o.sizes.sq_size_asked &&
+         sizes.rq_size_asked == o.sizes.rq_size_asked &&
          iomap_size == o.iomap_size && msg_send == o.msg_send;
 }
 
@@ -39,7 +41,9 @@ int make_endpoint(const EndpointShape& shape, Endpoint* out, bool ahead) {
   // it as its own flags say when it takes the endpoint); the QP's context
   // is the socket's, set then too.
   Sizes granted = shape.sizes;
-  uint16_t sq = shape.sizes.sq_size, rq = shape.sizes.rq_size;
+  if (!granted.sq_size_asked) granted.sq_size = std::min(granted.sq_size, kUnaskedDepth);
+  if (!granted.rq_size_asked) granted.rq_size = std::min(granted.rq_size, kUnaskedDepth);
+  uint16_t sq = granted.sq_size, rq = granted.rq_size;
   uint16_t sq_start = std::min(sq, kStartSendDepth), rq_start = std::min(rq, kStartRecvDepth);
   uint32_t cq = shape.msg_send ? 0u : sq_start + rq_start;
   if (int err = make_queue_pair(shape.pd, {IBV_QPT_RC, 2, 1, false, nullptr, false, ahead, cq},
@@ -47,6 +51,8 @@ int make_endpoint(const EndpointShape& shape, Endpoint* out, bool ahead) {
     return err;
   bool shallow = out->qp.cq_entries < uint32_t{sq} + rq;
   out->sq_depth = shallow ? sq_start : sq;
+  out->sq_max = sq;
+  out->rq_max = rq;
   out->rq_depth = shallow ? rq_start : rq;
   out->sq_inline = granted.sq_inline;
   if (shape.msg_send && out->sq_inline < wire::kMsgSize) return -ENOTSUP;
@@ -87,6 +93,8 @@ void Endpoint::swap(Endpoint& o) noexcept {
   std::swap(qp, o.qp);
   std::swap(sq_depth, o.sq_depth);
   std::swap(rq_depth, o.rq_depth);
+  std::swap(sq_max, o.sq_max);
+  std::swap(rq_max, o.rq_max);
   std::swap(sq_inline, o.sq_inline);
   std::swap(rbuf, o.rbuf);
   std::swap(rmr, o.rmr);

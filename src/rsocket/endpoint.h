@@ -38,9 +38,19 @@ struct EndpointShape {
 constexpr uint16_t kStartSendDepth = 64;
 constexpr uint16_t kStartRecvDepth = 32;
 
+// A stream connection's QP holds at most this many sends and receives
+// unless a depth was asked for (Sizes::*_asked), not rdma-core's 384: rxe
+// maps a QP's rings into the process whole, slots a power of two past the
+// depth (the send ring, 512 bytes a slot for rsockets' 2 SGEs and 64 inline
+// bytes: 256 KiB at 384, 64 KiB at 127; the receive ring 32 KiB and 8 KiB),
+// and sends wait for credits and the send buffer long before they wait for
+// this.
+constexpr uint16_t kUnaskedDepth = 127;
+
 struct Endpoint {
   QueuePair qp;             // until the id takes it (attach_queue_pair)
   uint16_t sq_depth = 0, rq_depth = 0;  // in use at first: their sum is the CQ's entries
+  uint16_t sq_max = 0, rq_max = 0;  // the QP's queues: the deepest sq_depth, rq_depth may grow
   uint16_t sq_inline = 0;   // what the device granted
   uint8_t* rbuf = nullptr;  // rbuf_total() bytes
   ibv_mr* rmr = nullptr;

@@ -21,7 +21,8 @@ uint16_t at_most_qp_max(int v) {
 
 Sizes Sizes::defaults() {
   const Config& c = config();
-  return {c.wmem_default, c.mem_default, c.sqsize_default, c.rqsize_default, c.inline_default};
+  return {c.wmem_default, c.mem_default, c.sqsize_default, c.rqsize_default, c.inline_default,
+          c.sqsize_set, c.rqsize_set};
 }
 
 bool Sizes::set(int level, int name, int value) {
@@ -32,8 +33,10 @@ bool Sizes::set(int level, int name, int value) {
     if (sbuf_size < wire::kSendLowWater) sbuf_size = wire::kSendLowWater << 1;
   } else if (level == SOL_RDMA && name == RDMA_SQSIZE) {
     sq_size = at_most_qp_max(value);
+    sq_size_asked = true;
   } else if (level == SOL_RDMA && name == RDMA_RQSIZE) {
     rq_size = at_most_qp_max(value);
+    rq_size_asked = true;
   } else if (level == SOL_RDMA && name == RDMA_INLINE) {
     sq_inline = at_most_qp_max(value);
   } else {

@@ -15,6 +15,11 @@ struct Sizes {
   uint16_t sq_size;    // send queue depth
   uint16_t rq_size;    // receive queue depth
   uint16_t sq_inline;  // bytes a send may carry inline
+  // A queue's depth was asked for (RDMA_SQSIZE, RDMA_RQSIZE, the
+  // {sq,rq}size_default files), not rdma-core's default: a stream
+  // connection's QP is made that deep, not at most kUnaskedDepth
+  // (endpoint.h).
+  bool sq_size_asked, rq_size_asked;
 
   // /etc/rdma/rsocket/*'s defaults (config.h).
   static Sizes defaults();

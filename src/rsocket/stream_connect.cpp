@@ -219,7 +219,7 @@ int StreamSocket::create_endpoint() {
   sq_depth_ = ep_.sq_depth;
   rq_depth_ = ep_.rq_depth;
   sqe_avail_ = sq_depth_ - static_cast<int>(ctrl_max_seqno_);
-  adopted_.assign(sizes_.sq_size, {});  // at most one per send in flight
+  adopted_.assign(ep_.sq_max, {});  // at most one per send in flight
   rseq_comp_ = rq_depth_ >> 1;
   rseq_granted_ = rq_depth_;                         // the credits in our connection data
   rbuf_granted_ = sizes_.rbuf_size >> 1;             // and its data buffer

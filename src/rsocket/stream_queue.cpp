@@ -100,8 +100,8 @@ int StreamSocket::post_recv() {
 // connection.
 void StreamSocket::deepen(bool sends) {
   auto doubled = [](int depth, int max) { return static_cast<uint16_t>(std::min(2 * depth, max)); };
-  uint16_t sq = sends ? doubled(sq_depth_, sizes_.sq_size) : sq_depth_;
-  uint16_t rq = sends ? rq_depth_ : doubled(rq_depth_, sizes_.rq_size);
+  uint16_t sq = sends ? doubled(sq_depth_, ep_.sq_max) : sq_depth_;
+  uint16_t rq = sends ? rq_depth_ : doubled(rq_depth_, ep_.rq_max);
   if ((sq == sq_depth_ && rq == rq_depth_) || grow_cq(id_->recv_cq, uint32_t{sq} + rq)) return;
   sqe_avail_ += sq - sq_depth_;
   sq_depth_ = sq;

@@ -6,13 +6,14 @@
 // before we read (a 64 KiB reply sent before the peer reads must not block):
 // registered whole at connect, as rdma-core registers both. The queues in
 // use start shallow too and deepen with the traffic (the CQs, `rdma res show
-// cq`).
+// cq`); a QP's queues are made 127 deep unless a depth is asked for.
 #include <gtest/gtest.h>
 #include <rdma/rsocket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <thread>
@@ -77,6 +78,23 @@ std::vector<long> cq_entries(std::string* text = nullptr) {
   return cqes;
 }
 
+// The lengths of this process's mappings of the device's file: rxe maps each
+// QP's send and receive rings and each CQ's ring into the process whole
+// (resident at once), at creation.
+std::vector<long> device_mappings(std::string* text) {
+  std::vector<long> lens;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  text->clear();
+  while (std::getline(maps, line)) {
+    if (line.find("/dev/infiniband/uverbs") == std::string::npos) continue;
+    *text += line + "\n";
+    unsigned long start = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &start, &end) == 2) lens.push_back(static_cast<long>(end - start));
+  }
+  return lens;
+}
+
 // Sends `count` messages of `size` bytes from `from` (one rsend each) while
 // `to` reads them and checks every byte.
 void messages_checked(int from, int to, int count, size_t size, uint8_t seed) {
@@ -93,17 +111,21 @@ void messages_checked(int from, int to, int count, size_t size, uint8_t seed) {
   EXPECT_TRUE(in == out) << "bytes changed on the way";
 }
 
-// Waits (up to 10 s) until this process holds no region: the sockets of the
-// tests before have finished closing (a close tears down in the background,
-// within two seconds of the peer's own close; rsocket(7)).
-bool no_regions_left() {
+// Whether `done` comes true within 10 s (looked at every 50 ms).
+template <typename Done>
+bool within_10s(Done done) {
   auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!mr_lengths().empty()) {
+  while (!done()) {
     if (std::chrono::steady_clock::now() > end) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return true;
 }
+
+// Waits (up to 10 s) until this process holds no region: the sockets of the
+// tests before have finished closing (a close tears down in the background,
+// within two seconds of the peer's own close; rsocket(7)).
+bool no_regions_left() { return within_10s([] { return mr_lengths().empty(); }); }
 
 // Regions at least `size` long.
 long at_least(const std::vector<long>& lens, long size) {
@@ -167,10 +189,9 @@ TEST_F(RsocketBuffers, BulkTrafficGrowsTheSendBufferToTheConfiguredSizeEachWay) 
   stream_checked(p.client, p.server, 1 << 20, 5);
 }
 
-// The queues start shallow (rdma-core's depths are the QP's, 384 each, but
-// a connection keeps 64 sends and 32 receives in use at first, and its CQ
-// holds just those: rxe maps a CQ's ring into the process whole, 132 KiB at
-// 768 entries) and deepen when a stream of small messages runs out of them:
+// The queues start shallow (the QP's are 127 deep, but a connection keeps
+// 64 sends and 32 receives in use at first, and its CQ holds just those: rxe
+// maps a CQ's ring into the process whole, 132 KiB at 768 entries) and deepen when a stream of small messages runs out of them:
 // the receiver's when the sender spent every credit, the sender's when its
 // queue was full. Every byte checked; the traffic crossed the device.
 TEST_F(RsocketBuffers, QueuesStartShallowAndAStreamOfSmallMessagesDeepensThem) {
@@ -179,7 +200,7 @@ TEST_F(RsocketBuffers, QueuesStartShallowAndAStreamOfSmallMessagesDeepensThem) {
   std::string text;
   std::vector<long> at_start = cq_entries(&text);
   ASSERT_GE(at_start.size(), 2u) << "rdma res show cq found too few CQs:\n" << text;
-  constexpr long kShallow = 127, kDeepest = 1023;  // 64 + 32 entries; 384 + 384
+  constexpr long kShallow = 127, kDeepest = 255;  // 64 + 32 entries; 127 + 127
   EXPECT_LE(largest(at_start), kShallow) << "a connection's CQ made deep:\n" << text;
   long before = sent_packets();
   stream_checked(p.client, p.server, 4096, 1);
@@ -201,6 +222,55 @@ TEST_F(RsocketBuffers, QueuesStartShallowAndAStreamOfSmallMessagesDeepensThem) {
   // Still intact once deepened: bulk and small messages.
   stream_checked(p.client, p.server, 1 << 20, 5);
   messages_checked(p.server, p.client, 5000, 16, 6);
+}
+
+
+// A connection's QP holds 127 sends and 127 receives unless RDMA_SQSIZE and
+// RDMA_RQSIZE (or the {sq,rq}size_default files) ask for other depths: rxe
+// maps a send ring of 384 (rdma-core's default) as 260 KiB, one of 127 as
+// 68 KiB; a receive ring of 384 as 36 KiB, one of 127 as 12 KiB. The options
+// still read as rdma-core's, and a connection made with depths asked for
+// moves bytes both ways as before.
+TEST_F(RsocketBuffers, QueuePairsAreMade127DeepUnlessADepthIsAskedFor) {
+  constexpr long kSend127 = 68 << 10, kSend384 = 260 << 10, kRecv384 = 36 << 10;
+  auto count = [](const std::vector<long>& v, long len) { return std::count(v.begin(), v.end(), len); };
+  std::string text;
+  {
+    Pair p(7674);
+    ASSERT_GE(p.client, 0);
+    std::vector<long> maps = device_mappings(&text);
+    ASSERT_GE(maps.size(), 6u) << "too few rings mapped for two connections:\n" << text;
+    EXPECT_LE(largest(maps), kSend127) << "a ring deeper than 127 sends:\n" << text;
+    EXPECT_EQ(count(maps, kRecv384), 0) << "a receive ring of 384:\n" << text;
+    for (int name : {RDMA_SQSIZE, RDMA_RQSIZE}) {
+      int v = 0;
+      socklen_t len = sizeof(v);
+      EXPECT_EQ(rgetsockopt(p.client, SOL_RDMA, name, &v, &len), 0) << strerror(errno);
+      EXPECT_EQ(v, 384) << "rdma-core's default reads as it does there";
+    }
+    long before = sent_packets();
+    messages_checked(p.client, p.server, 20000, 16, 1);
+    messages_checked(p.server, p.client, 20000, 16, 2);
+    EXPECT_GT(sent_packets() - before, 20000) << "the messages did not cross the device";
+    EXPECT_LE(largest(device_mappings(&text)), kSend127) << "a queue past the QP's:\n" << text;
+  }
+  // The first pair's rings gone (a deepened CQ's is as long as a receive
+  // ring of 384).
+  ASSERT_TRUE(within_10s([&] { return device_mappings(&text).empty(); })) << "still mapped:\n" << text;
+  Pair p(7675, [](int s) {
+    int depth = 384;
+    for (int name : {RDMA_SQSIZE, RDMA_RQSIZE})
+      EXPECT_EQ(rsetsockopt(s, SOL_RDMA, name, &depth, sizeof(depth)), 0) << strerror(errno);
+  });
+  ASSERT_GE(p.client, 0);
+  std::vector<long> maps = device_mappings(&text);
+  EXPECT_EQ(count(maps, kSend384), 1) << "the client's send ring is not the 384 it asked for:\n" << text;
+  EXPECT_EQ(count(maps, kRecv384), 1) << "the client's receive ring is not the 384 it asked for:\n" << text;
+  long before = sent_packets();
+  stream_checked(p.client, p.server, 1 << 20, 3);
+  messages_checked(p.server, p.client, 20000, 16, 4);
+  messages_checked(p.client, p.server, 20000, 16, 5);
+  EXPECT_GT(sent_packets() - before, 40000) << "the bytes did not cross the device";
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "rxe_env.h"
@@ -28,13 +29,15 @@ inline int listener(uint16_t port) {
   return l;
 }
 
-// A connected pair: client (blocking connect) and the server's accepted end.
+// A connected pair: client (blocking connect) and the server's accepted end;
+// `setup` sees the client's socket before it connects.
 struct Pair {
   int server = -1, client = -1;
-  explicit Pair(uint16_t port) {
+  explicit Pair(uint16_t port, const std::function<void(int)>& setup = {}) {
     int l = listener(port);
     std::thread accepter([&] { server = raccept(l, nullptr, nullptr); });
     client = rsocket(AF_INET, SOCK_STREAM, 0);
+    if (setup) setup(client);
     sockaddr_in a = device_addr(port);
     EXPECT_EQ(rconnect(client, sa(&a), sizeof(a)), 0) << strerror(errno);
     accepter.join();
