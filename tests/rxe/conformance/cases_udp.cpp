@@ -1,4 +1,5 @@
 // Cases: UDP.
+#include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -202,3 +203,37 @@ CASE(udp_shutdown_unconnected, "udp", 0, "shutdown=-1:ENOTCONN") {
   int r = udp_bound();
   R("shutdown", shutdown(r, SHUT_RDWR));
 }
+
+// Two UDP sockets with SO_REUSEADDR on one address and port (mDNS and SSDP
+// responders, a restarted daemon beside its old self): Linux lets both bind;
+// a datagram sent to the port reaches one of them. On the device's address
+// or the wildcard one (what such responders bind).
+static void reuseaddr_two_bound(bool wildcard) {
+  int one = 1;
+  int a = socket(FAM, SOCK_DGRAM, 0), b = socket(FAM, SOCK_DGRAM, 0);
+  setsockopt(a, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  setsockopt(b, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_storage at = ADDR;
+  if (wildcard && FAM == AF_INET) ((sockaddr_in &)at).sin_addr.s_addr = htonl(INADDR_ANY);
+  if (wildcard && FAM == AF_INET6) ((sockaddr_in6 &)at).sin6_addr = in6addr_any;
+  R("bind", bind(a, (sockaddr *)&at, ALEN));
+  socklen_t len = ALEN;
+  getsockname(a, (sockaddr *)&at, &len);
+  R("bind2", bind(b, (sockaddr *)&at, len));
+  sockaddr_storage to = with_port(ADDR, port_of(at));
+  int s = udp_bound();
+  R("sendto", sendto(s, "datagram", 8, 0, (sockaddr *)&to, ALEN));
+  int received = 0;
+  double end = mono() + 2;
+  while (mono() < end) {
+    pollfd p[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+    if (poll(p, 2, 200) <= 0) continue;
+    char buf[16];
+    for (const pollfd &q : p)
+      if ((q.revents & POLLIN) && recv(q.fd, buf, sizeof buf, MSG_DONTWAIT) == 8) ++received;
+  }
+  obs("received=%d", received);
+}
+
+CASE(udp_reuseaddr_two_bound, "udp", DATA, "bind=0 bind2=0 sendto=8 received=1") { reuseaddr_two_bound(false); }
+CASE(udp_reuseaddr_two_bound_any, "udp", DATA, "bind=0 bind2=0 sendto=8 received=1") { reuseaddr_two_bound(true); }
