@@ -120,7 +120,7 @@ int close(int fd) {
   File* f = find_file(fd);
   if (!f) return -EBADF;
   remove_file(fd);
-  if (Socket* s = socket_of(f)) repoll_forget(s);
+  repoll_forget(f);
   f->release(std::unique_ptr<File>(f));
   return 0;
 }

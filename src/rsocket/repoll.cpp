@@ -16,6 +16,11 @@
 // that fired plus the rsockets ready at the last look, never a scan of the
 // set.
 //
+// A set nested in a set is a member as an rsocket is: its readiness is
+// whether a wait on it would report something (its poll_state), its wake fd
+// its kernel set; not the kernel set's own readiness, which a socket just
+// added or a state change that made nothing ready would give.
+//
 // Rsockets: level-triggered ones are reported while ready; edge-triggered
 // (EPOLLET) ones when their readiness is news (see news()); EPOLLONESHOT
 // ones once, then not until EPOLL_CTL_MOD. An rsocket closed with rclose leaves every set (the kernel
@@ -92,7 +97,7 @@ class EpollSet final : public File {
 
   int control(int op, int fd, const epoll_event* ev);
   int wait(epoll_event* out, int max, int timeout);
-  void forget(Socket* s);
+  void forget(File* f);
 
   int set_flags(int flags) override {
     if (fcntl(fd_, F_SETFL, flags) < 0) return -errno;
@@ -116,8 +121,8 @@ class EpollSet final : public File {
     epoll_data_t data;
     uint32_t events;   // as the application gave them
     uint32_t gen;      // tells this member's kernel events from a predecessor's
-    Socket* socket;    // null: an ordinary fd, the kernel's business
-    int wake_fd = -1;  // the socket's wait_fd, as registered in the kernel set
+    File* file;        // an rsocket or a nested set; null: an ordinary fd, the kernel's business
+    int wake_fd = -1;  // the file's wait_fd, as registered in the kernel set
     uint32_t last = 0;  // readiness at the last look
     bool queued = false;    // in check_
     bool activity = false;  // its wake fd brought something since the last look
@@ -130,7 +135,7 @@ class EpollSet final : public File {
 
   EpollSet() : File(Kind::epoll) {}
   int control_kernel(int op, int fd, const epoll_event* ev, Members::iterator it) REQUIRES(mutex_);
-  int control_socket(int op, int fd, Socket* s, const epoll_event* ev, Members::iterator it)
+  int control_file(int op, int fd, File* f, const epoll_event* ev, Members::iterator it)
       REQUIRES(mutex_);
   void drop(Members::iterator it) REQUIRES(mutex_);
   int take_kernel(const epoll_event* kev, int n, epoll_event* out, const std::vector<int>& stashed)
@@ -154,7 +159,9 @@ class EpollSet final : public File {
   std::deque<int> check_ GUARDED_BY(mutex_);  // rsockets to look at before sleeping (an fd
                                               // may also have stale entries from before a DEL)
   uint64_t round_ GUARDED_BY(mutex_) = 0;     // check() calls, so that one reports an fd once
-  unsigned sockets_ GUARDED_BY(mutex_) = 0;   // rsocket members
+  // rsocket members (not nested sets: their kernel sets wake this one, and
+  // a wait spins only for rsockets)
+  unsigned sockets_ GUARDED_BY(mutex_) = 0;
   uint64_t changes_seen_ = 0;  // the state-change log's cursor (under mutex_ once made)
   std::vector<int> changed_ GUARDED_BY(mutex_);  // queue_changed's, kept for its capacity
   SpinBudget spin_;  // how long a wait looks before it sleeps, with rsockets in the set
@@ -207,30 +214,30 @@ void EpollSet::release(std::unique_ptr<File>) {
 
 void EpollSet::drop(Members::iterator it) {
   Member& m = it->second;
-  if (m.socket) {
+  if (m.file) {
     if (m.wake_fd >= 0) epoll_ctl(fd_, EPOLL_CTL_DEL, m.wake_fd, nullptr);
-    --sockets_;
+    if (socket_of(m.file)) --sockets_;
   }
   members_.erase(it);
 }
 
-void EpollSet::forget(Socket* s) {
+void EpollSet::forget(File* f) {
   LockGuard lock(mutex_);
-  auto it = members_.find(s->fd());
-  if (it != members_.end() && it->second.socket == s) drop(it);
+  auto it = members_.find(f->fd());
+  if (it != members_.end() && it->second.file == f) drop(it);
 }
 
 int EpollSet::control(int op, int fd, const epoll_event* ev) {
-  Socket* s = find_socket(fd);  // a set nests as the kernel fd it is
+  File* f = find_file(fd);  // an rsocket or a set; else an ordinary fd
   LockGuard lock(mutex_);
   auto it = members_.find(fd);
   // A member whose fd was closed without EPOLL_CTL_DEL, its number now
   // another kind of fd: gone, as the kernel forgets a closed fd.
-  if (it != members_.end() && (it->second.socket != nullptr) != (s != nullptr)) {
+  if (it != members_.end() && (it->second.file != nullptr) != (f != nullptr)) {
     drop(it);
     it = members_.end();
   }
-  return s ? control_socket(op, fd, s, ev, it) : control_kernel(op, fd, ev, it);
+  return f ? control_file(op, fd, f, ev, it) : control_kernel(op, fd, ev, it);
 }
 
 int EpollSet::control_kernel(int op, int fd, const epoll_event* ev, Members::iterator it) {
@@ -251,8 +258,11 @@ int EpollSet::control_kernel(int op, int fd, const epoll_event* ev, Members::ite
   return 0;
 }
 
-int EpollSet::control_socket(int op, int fd, Socket* s, const epoll_event* ev,
-                             Members::iterator it) {
+// An rsocket, or a set nested in this one: readable while a wait on it would
+// report something (its poll_state), not while its kernel set holds events
+// (a socket just added to it, a state change that made nothing ready).
+int EpollSet::control_file(int op, int fd, File* f, const epoll_event* ev,
+                           Members::iterator it) {
   bool exists = it != members_.end();
   if (op == EPOLL_CTL_ADD && exists) return -EEXIST;
   if (op != EPOLL_CTL_ADD && !exists) return -ENOENT;
@@ -268,8 +278,17 @@ int EpollSet::control_socket(int op, int fd, Socket* s, const epoll_event* ev,
     return -EINVAL;
   }
   if (op == EPOLL_CTL_ADD) {
-    it = members_.emplace(fd, Member{ev->data, ev->events, ++next_gen_ & kGenMask, s}).first;
-    ++sockets_;
+    uint32_t gen = ++next_gen_ & kGenMask;
+    int wake = -1;
+    if (!socket_of(f)) {
+      // A set's wake fd is its kernel set, registered at once: the kernel
+      // refuses a loop or too deep a nest (ELOOP), as it would here.
+      epoll_event kev{EPOLLIN | EPOLLET, {.u64 = tag(fd, gen, true)}};
+      if (epoll_ctl(fd_, EPOLL_CTL_ADD, f->wait_fd(), &kev)) return -errno;
+      wake = f->wait_fd();
+    }
+    it = members_.emplace(fd, Member{ev->data, ev->events, gen, f, wake}).first;
+    if (socket_of(f)) ++sockets_;
   }
   Member& m = it->second;
   m.data = ev->data;
@@ -289,7 +308,7 @@ void EpollSet::queue(int fd, Member& m) {
 
 void EpollSet::queue_all() {
   for (auto& [fd, m] : members_)
-    if (m.socket) queue(fd, m);
+    if (m.file) queue(fd, m);
 }
 
 // The rsockets whose state changed since the last bell (or all of them, if
@@ -299,7 +318,7 @@ void EpollSet::queue_changed() {
   if (!state_changes_since(&changes_seen_, &changed_)) return queue_all();
   for (int fd : changed_) {
     auto it = members_.find(fd);
-    if (it != members_.end() && it->second.socket) queue(fd, it->second);
+    if (it != members_.end() && it->second.file) queue(fd, it->second);
   }
 }
 
@@ -324,7 +343,7 @@ void EpollSet::update_pending() {
 // a connecting socket gets its CQ), then reads its state: anything that
 // happens after the arming fires the wake fd.
 uint32_t EpollSet::look(int fd, Member& m) {
-  Socket* s = m.socket;
+  File* s = m.file;
   int wake = s->wait_fd();
   if (wake != m.wake_fd) {
     if (m.wake_fd >= 0) epoll_ctl(fd_, EPOLL_CTL_DEL, m.wake_fd, nullptr);
@@ -356,7 +375,7 @@ uint32_t EpollSet::look(int fd, Member& m) {
 EpollSet::Member* EpollSet::member_of(uint64_t t) {
   auto it = members_.find(static_cast<int>(static_cast<uint32_t>(t)));
   if (it == members_.end() || it->second.gen != ((t >> 32) & kGenMask) ||
-      !(t & kRsocketBit) != !it->second.socket)
+      !(t & kRsocketBit) != !it->second.file)
     return nullptr;  // deleted (and perhaps added again) since
   return &it->second;
 }
@@ -391,7 +410,7 @@ int EpollSet::take_kernel(const epoll_event* kev, int n, epoll_event* out,
     if (!mp) continue;
     Member& m = *mp;
     int fd = static_cast<int>(static_cast<uint32_t>(t));
-    if (!m.socket) {
+    if (!m.file) {
       if (std::find(stashed.begin(), stashed.end(), fd) == stashed.end())
         out[got++] = {kev[i].events, m.data};
       continue;
@@ -400,7 +419,7 @@ int EpollSet::take_kernel(const epoll_event* kev, int n, epoll_event* out,
     // rsend) may have taken the event, and what it brought; taking one that
     // is not there would sleep.
     if (m.wake_fd >= 0 && readable(m.wake_fd)) {
-      m.socket->consume_wakeup();
+      m.file->consume_wakeup();
       m.activity = true;
     }
     queue(fd, m);
@@ -418,7 +437,7 @@ bool EpollSet::news(Member& m, uint32_t ready) {
   if (ready & ~m.last) return true;
   if (m.fresh) return ready != 0;
   if (m.activity && (ready & ~static_cast<uint32_t>(EPOLLOUT))) return true;
-  if ((ready & EPOLLOUT) && !m.send_news) m.send_news = m.socket->take_send_blocked();
+  if ((ready & EPOLLOUT) && !m.send_news) m.send_news = socket_of(m.file)->take_send_blocked();
   return (ready & EPOLLOUT) && m.send_news;
 }
 
@@ -432,7 +451,7 @@ bool EpollSet::ready_now() {
   int n = epoll_wait(fd_, kev, kBatch, 0);
   for (int i = 0; i < n; ++i) {
     Member* m = kev[i].data.u64 < kStateChangeTag ? member_of(kev[i].data.u64) : nullptr;
-    if (m && !m->socket) {
+    if (m && !m->file) {
       stash_.push_back(kev[i]);
       kev[i].data.u64 = kPendingTag;  // not take_kernel's
     }
@@ -473,7 +492,7 @@ int EpollSet::check(epoll_event* out, int room, bool peek) {
     m.activity = m.fresh = false;
     if (report) {
       if (ready & EPOLLOUT) {  // reported
-        m.socket->take_send_blocked();
+        socket_of(m.file)->take_send_blocked();
         m.send_news = false;
       }
       out[got++] = {ready, m.data};
@@ -581,10 +600,10 @@ int repoll_wait(int epfd, epoll_event* events, int maxevents, int timeout) {
   return set->wait(events, maxevents, timeout);
 }
 
-void repoll_forget(Socket* s) {
+void repoll_forget(File* f) {
   if (!live_sets.load(std::memory_order_acquire)) return;
   LockGuard lock(registry_mutex);
-  for (EpollSet* set : registry()) set->forget(s);
+  for (EpollSet* set : registry()) set->forget(f);
 }
 
 }  // namespace rdmacm::rsocket

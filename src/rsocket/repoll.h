@@ -7,14 +7,14 @@
 
 namespace rdmacm::rsocket {
 
-class Socket;
+class File;
 
 int repoll_create(int flags);
 int repoll_ctl(int epfd, int op, int fd, epoll_event* event);
 int repoll_wait(int epfd, epoll_event* events, int maxevents, int timeout);
 
-// rclose: the socket leaves every set it is in (as close(2) takes an fd out
-// of kernel epoll sets), before its fds close. Takes no socket lock.
-void repoll_forget(Socket* s);
+// rclose: the socket or set leaves every set it is in (as close(2) takes an
+// fd out of kernel epoll sets), before its fds close. Takes no socket lock.
+void repoll_forget(File* f);
 
 }  // namespace rdmacm::rsocket

@@ -259,6 +259,42 @@ CASE(poll_epoll_fd_keeps_events, "poll", 0, "poll=1@now epoll_wait=2@now epoll_w
   T("epoll_wait", epoll_wait(ep, ev, 4, 0));
 }
 
+// An epoll set inside another (a library's loop nested in the program's:
+// glib in libevent, libuv's backend fd in a Tokio reactor): the outer set
+// reports the inner one only while the inner one has something to report,
+// and a wait on the outer set sleeps until the peer sends.
+CASE(epoll_nested_set, "poll", DATA,
+     "epoll_wait=0@now epoll_wait=1@after-peer events=IN epoll_wait=1@now events=IN") {
+  int c, s;
+  pair(c, s);
+  int inner = ep_with(s, EPOLLIN);
+  int outer = ep_with(inner, EPOLLIN);
+  ep_wait(outer, 0);
+  later(PEER_MS, [c] { send(c, "d", 1, 0); });
+  ep_wait(outer, 3000);
+  ep_wait(inner, 0);
+}
+
+// Sets nest as the kernel lets them: not in a loop (ELOOP); a set closed
+// leaves the sets it was in.
+CASE(epoll_nested_loop_and_close, "poll", 0, "add=0 loop=-1:ELOOP epoll_wait=1@now close=0 epoll_wait=0@now") {
+  int a[2];
+  if (pipe(a)) setup_failed("pipe");
+  int inner = ep_with(a[0], EPOLLIN);
+  int outer = epoll_create1(0);
+  epoll_event e{};
+  e.events = EPOLLIN;
+  e.data.fd = inner;
+  R("add", epoll_ctl(outer, EPOLL_CTL_ADD, inner, &e));
+  e.data.fd = outer;
+  R("loop", epoll_ctl(inner, EPOLL_CTL_ADD, outer, &e));
+  if (write(a[1], "x", 1) != 1) setup_failed("write");
+  epoll_event ev[2];
+  T("epoll_wait", epoll_wait(outer, ev, 2, 0));
+  R("close", close(inner));
+  T("epoll_wait", epoll_wait(outer, ev, 2, 0));
+}
+
 // epoll_pwait2 (glibc 2.35): epoll_pwait with a timespec.
 CASE(epoll_pwait2_in, "poll", DATA, "epoll_pwait2=1@after-peer events=IN epoll_pwait2=0@now") {
   int c, s;
