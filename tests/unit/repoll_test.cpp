@@ -383,6 +383,43 @@ TEST_F(RepollTest, NestsInPollAndEpoll) {
   close(e);
 }
 
+// A set in a set (repoll in repoll) is reported only while a wait on it
+// would report something: not for a listener just added to it with nothing
+// to accept (its kernel set then holds a wake-up of ours); then as its
+// members become ready. A loop is refused as epoll_ctl refuses it, and a
+// closed set leaves the sets it was in.
+TEST_F(RepollTest, ASetInASetIsReadyOnlyWhileAWaitOnItWouldReport) {
+  int l = ::rsocket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(l, 0) << strerror(errno);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(rbind(l, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0) << strerror(errno);
+  ASSERT_EQ(rlisten(l, 4), 0) << strerror(errno);
+  int inner = repoll_create(0);
+  ASSERT_GE(inner, 0);
+  epoll_event ev{EPOLLIN, {.u64 = 7}};
+  ASSERT_EQ(repoll_ctl(inner, EPOLL_CTL_ADD, l, &ev), 0) << strerror(errno);
+  ASSERT_EQ(add(inner, EPOLLIN, 1), 0) << strerror(errno);
+  EXPECT_EQ(wait(0), 0) << "the inner set reported with nothing ready in it";
+  ev.data.u64 = 8;
+  EXPECT_FAILS_WITH(repoll_ctl(inner, EPOLL_CTL_ADD, ep, &ev), ELOOP);
+  int e = eventfd(0, EFD_CLOEXEC);
+  ASSERT_EQ(repoll_ctl(inner, EPOLL_CTL_ADD, e, &ev), 0);
+  EXPECT_EQ(wait(0), 0);
+  put(e);
+  ASSERT_EQ(wait(1000), 1);
+  EXPECT_EQ(got[0].data.u64, 1u);
+  EXPECT_EQ(got[0].events, uint32_t{EPOLLIN});
+  epoll_event in[2];
+  EXPECT_EQ(repoll_wait(inner, in, 2, 0), 1);  // the look above took nothing from it
+  EXPECT_EQ(in[0].data.u64, 8u);
+  ASSERT_EQ(rclose(inner), 0);
+  EXPECT_EQ(wait(0), 0) << "a closed set still in the set";
+  close(e);
+  EXPECT_EQ(rclose(l), 0);
+}
+
 TEST_F(RepollTest, EveryMisuseHasEpollsErrno) {
   int e = eventfd(0, EFD_CLOEXEC);
   int other = epoll_create1(EPOLL_CLOEXEC);  // a kernel set, not a repoll one
