@@ -235,6 +235,10 @@ TEST_F(RsocketBuffers, QueuePairsAreMade127DeepUnlessADepthIsAskedFor) {
   constexpr long kSend127 = 68 << 10, kSend384 = 260 << 10, kRecv384 = 36 << 10;
   auto count = [](const std::vector<long>& v, long len) { return std::count(v.begin(), v.end(), len); };
   std::string text;
+  // The tests before's rings gone too (SetUp waited for their regions, which
+  // go a moment before their CQs: a deepened CQ's ring is as long as a
+  // receive ring of 384).
+  ASSERT_TRUE(within_10s([&] { return device_mappings(&text).empty(); })) << "still mapped:\n" << text;
   {
     Pair p(7674);
     ASSERT_GE(p.client, 0);
