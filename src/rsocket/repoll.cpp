@@ -279,16 +279,17 @@ int EpollSet::control_file(int op, int fd, File* f, const epoll_event* ev,
   }
   if (op == EPOLL_CTL_ADD) {
     uint32_t gen = ++next_gen_ & kGenMask;
+    bool socket = socket_of(f) != nullptr;
     int wake = -1;
-    if (!socket_of(f)) {
+    if (!socket) {
       // A set's wake fd is its kernel set, registered at once: the kernel
       // refuses a loop or too deep a nest (ELOOP), as it would here.
-      epoll_event kev{EPOLLIN | EPOLLET, {.u64 = tag(fd, gen, true)}};
-      if (epoll_ctl(fd_, EPOLL_CTL_ADD, f->wait_fd(), &kev)) return -errno;
       wake = f->wait_fd();
+      epoll_event kev{EPOLLIN | EPOLLET, {.u64 = tag(fd, gen, true)}};
+      if (epoll_ctl(fd_, EPOLL_CTL_ADD, wake, &kev)) return -errno;
     }
     it = members_.emplace(fd, Member{ev->data, ev->events, gen, f, wake}).first;
-    if (socket_of(f)) ++sockets_;
+    if (socket) ++sockets_;
   }
   Member& m = it->second;
   m.data = ev->data;
