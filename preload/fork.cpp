@@ -223,6 +223,37 @@ int accept_peer(int lfd, int fd, const sockaddr* peer, socklen_t plen, const Dea
   }
 }
 
+// A listener on `at` (SO_REUSEADDR, non-blocking, kBacklog), or -1.
+int listen_at(const sockaddr_storage& at, socklen_t len) {
+  int lfd = rsocket(at.ss_family, SOCK_STREAM, 0);
+  if (lfd < 0) return -1;
+  int one = 1;
+  rsetsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (rbind(lfd, reinterpret_cast<const sockaddr*>(&at), len) == 0 &&
+      rfcntl(lfd, F_SETFL, O_NONBLOCK) == 0 && rlisten(lfd, kBacklog) == 0)
+    return lfd;
+  rclose(lfd);
+  return -1;
+}
+
+// The listener of a passive move: on the TCP connection's own address and
+// port, where the peer's rconnect goes. Bound there, it opens the RDMA
+// device now, before the announcement starts the peer's clock (bound to the
+// wildcard, it would open it on the first connection request, within that
+// wait: over a second on a loaded host, where the peer's own start-up takes
+// as long). Where the address is on no RDMA device, the wildcard, as
+// rdma-core 44 listens (and where it is an IPv4-mapped address: a
+// dual-stack listener's family kept, whatever the peer's rconnect names).
+int listen_for_peer(sockaddr_storage local, socklen_t len) {
+  int lfd = listen_at(local, len);
+  if (lfd >= 0) return lfd;
+  if (local.ss_family == AF_INET)
+    reinterpret_cast<sockaddr_in*>(&local)->sin_addr.s_addr = INADDR_ANY;
+  else
+    reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr = in6addr_any;
+  return listen_at(local, len);
+}
+
 // The accepting side: listen on an rsocket at the TCP connection's port (one
 // process at a time), tell the peer with a zero, accept its RDMA connection.
 // A peer that has sent bytes or closed already talks TCP: it is told nothing.
@@ -233,19 +264,12 @@ int move_passive(int fd) {
   if (real::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) ||
       real::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen))
     return -1;
-  if (local.ss_family == AF_INET)
-    reinterpret_cast<sockaddr_in*>(&local)->sin_addr.s_addr = INADDR_ANY;
-  else
-    reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr = in6addr_any;
   ForkSemaphore one_at_a_time;
-  int lfd = rsocket(local.ss_family, SOCK_STREAM, 0);
+  int lfd = listen_for_peer(local, len);
   if (lfd < 0) return -1;
-  int rfd = -1, one = 1;
+  int rfd = -1;
   uint32_t zero = 0;
-  rsetsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (rbind(lfd, reinterpret_cast<sockaddr*>(&local), len) == 0 &&
-      rfcntl(lfd, F_SETFL, O_NONBLOCK) == 0 && rlisten(lfd, kBacklog) == 0 &&
-      real::send(fd, &zero, sizeof zero, MSG_NOSIGNAL | MSG_DONTWAIT) == sizeof zero)
+  if (real::send(fd, &zero, sizeof zero, MSG_NOSIGNAL | MSG_DONTWAIT) == sizeof zero)
     rfd = accept_peer(lfd, fd, reinterpret_cast<sockaddr*>(&peer), plen,
                       Deadline::in(kPeerWaitMs));
   rclose(lfd);
