@@ -286,6 +286,16 @@ void StreamSocket::drop_unaccepted() {
     // for s (one running now finds s no longer listed and leaves it).
     unwatch(Watch::accept_deadline, s);
     unwatch(Watch::connections, s);
+    if (s->state_ & kConnected) {
+      // Made but never accepted: the peer learns at once that it ended (the
+      // kernel resets such a connection; the rsocket wire has no reset, so a
+      // disconnect, read as end-of-file), on the lingerer's thread, not this
+      // one. Destroyed without a word, an rdma-core peer never learned (it
+      // does not read the connection manager's disconnect) and waited for ever.
+      s->linger_until_us_ = 0;
+      linger_close(std::unique_ptr<StreamSocket>(s));  // no lingerer: gone at once
+      continue;
+    }
     delete s;
   }
 }

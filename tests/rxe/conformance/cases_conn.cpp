@@ -308,6 +308,20 @@ CASE(accept_wakes_on_shutdown, "accept", 0, "accept=-1:EINVAL@after-peer") {
   T("accept", accept(l, nullptr, nullptr));
 }
 
+// A connection the listener had made but nobody accepted ends with the
+// listener: the client, already connected, learns it at its next call
+// (rdma-core 44 leaves it waiting for ever).
+CASE(accept_queue_dropped_at_close, "accept", 0, "poll=1 close=0 recv=-1:ECONNRESET@now") {
+  int l = listener();
+  int c = dial(LADDR, LLEN);
+  if (c < 0) setup_failed("dial");
+  pollfd p = {l, POLLIN, 0};
+  R("poll", poll(&p, 1, 5000));
+  R("close", close(l));
+  char b;
+  T("recv", recv(c, &b, 1, 0));
+}
+
 // --- connect ------------------------------------------------------------------------
 
 // "so_error=NAME" (or 0): the pending error a connect left, as getsockopt reads it.
