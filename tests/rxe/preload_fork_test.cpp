@@ -313,11 +313,11 @@ bool has_device_open(pid_t pid) {
 // rstream-fork-rdma-core-client, tests/FLAKY.md).
 TEST(PreloadForkHostile, APassiveMoveOpensItsDeviceBeforeItAnnounces) {
   if (!fork_safe()) GTEST_SKIP() << "runs with RDMAV_FORK_SAFE=1";
-  Spawned srv({RDMACM_FORK_PASSIVE_SERVER, device_ip(), "7646"}, true);
+  Spawned srv({RDMACM_FORK_PASSIVE_SERVER, device_ip(), "7677"}, true);
   int c = -1;
   for (auto end = Clock::now() + scaled(milliseconds(10000)); c < 0 && Clock::now() < end;) {
     c = static_cast<int>(syscall(SYS_socket, AF_INET, SOCK_STREAM, 0));
-    sockaddr_in a = device_addr(7646);
+    sockaddr_in a = device_addr(7677);
     if (syscall(SYS_connect, c, sa(&a), sizeof a) == 0) break;
     plain::close_fd(c);
     c = -1;
