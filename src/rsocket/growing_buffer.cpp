@@ -17,6 +17,7 @@ void GrowingBuffer::swap(GrowingBuffer& o) noexcept {
   std::swap(span_, o.span_);
   std::swap(size_, o.size_);
   std::swap(most_, o.most_);
+  std::swap(first_, o.first_);
   std::swap(mr_, o.mr_);
   std::swap(old_mr_, o.old_mr_);
 }
@@ -37,6 +38,7 @@ int GrowingBuffer::init(ibv_pd* pd, int access, uint32_t most) {
   most_ = most;
   size_ = most;
   while (size_ > kFirstRing && size_ % 4 == 0) size_ /= 2;
+  first_ = size_;
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   span_ = (most + page - 1) / page * page;
   void* p = mmap(nullptr, span_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -59,6 +61,19 @@ bool GrowingBuffer::grow() {
   old_mr_ = mr_;
   mr_ = mr;
   size_ = next;
+  return true;
+}
+
+bool GrowingBuffer::shrink() {
+  if (!grown() || old_mr_) return false;
+  ibv_mr* mr = ibv_reg_mr(pd_, base_, first_, access_);
+  if (!mr) return false;
+  ibv_dereg_mr(mr_);
+  mr_ = mr;
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  size_t keep = (first_ + page - 1) / page * page;
+  if (keep < span_) madvise(base_ + keep, span_ - keep, MADV_DONTNEED);
+  size_ = first_;
   return true;
 }
 

@@ -1,7 +1,8 @@
 // A stream socket's send buffer: registered with the device, starting small
 // and doubling up to its configured size when the traffic needs it (as TCP
 // grows a connection's buffers: an idle connection keeps a few KiB pinned,
-// not the configured 128 KiB). Only local writes use it (the receive buffer
+// not the configured 128 KiB), and shrinking back once the connection idles.
+// Only local writes use it (the receive buffer
 // is the peer's window and stays whole: stream.h). Its whole span is reserved
 // at once (address space only), so whatever lies in it stays where it is as
 // it grows; pages are touched and pinned only as far as it has grown.
@@ -46,6 +47,13 @@ class GrowingBuffer {
   bool grow();
   bool has_old() const { return old_mr_ != nullptr; }
   void retire_old();
+  // Back to its first size, once nothing in it is in flight (the caller
+  // knows): the first size registered anew, the grown registration gone
+  // and the pages past the first size given back to the kernel (zero when
+  // touched again). False (as it was) when not grown, an old registration
+  // is left, or the registration fails.
+  bool shrink();
+  bool grown() const { return size_ > first_; }
   void clear();  // deregistered and unmapped (the destructor's)
 
  private:
@@ -55,7 +63,7 @@ class GrowingBuffer {
   int access_ = 0;
   uint8_t* base_ = nullptr;
   size_t span_ = 0;
-  uint32_t size_ = 0, most_ = 0;
+  uint32_t size_ = 0, most_ = 0, first_ = 0;
   ibv_mr* mr_ = nullptr;
   ibv_mr* old_mr_ = nullptr;
 };

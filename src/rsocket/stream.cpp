@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "core/cm.h"
 #include "rsocket/caller_memory.h"
@@ -479,6 +480,12 @@ void StreamSocket::release(std::unique_ptr<File> self) {
     unwatch(Watch::keepalive, this);
     keepalive_on_ = false;
   }
+  bool ring_watched;
+  {
+    LockGuard lock(cq_mutex_);
+    ring_watched = std::exchange(sbuf_idle_watched_, false);
+  }
+  if (ring_watched) unwatch(Watch::send_ring_idle, this);  // waits for a look under way
   if (!(state_ & kConnected)) return;
   bool tell = false;
   {

@@ -91,6 +91,11 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // rdma-core's) if connected and a control slot is free (a dead peer then
   // fails it: the socket errs).
   void send_keepalive();
+  // For the connection service, kSendRingIdleMs after the send ring grew and
+  // then as often while it stays grown (stream_queue.cpp): shrinks it once
+  // it took no byte since the last look and holds none in flight; true to
+  // look again.
+  bool shrink_idle_send_ring();
   unsigned keepalive_interval() const {
     unsigned t = keepalive_time_;
     return t ? t : 7200;
@@ -315,6 +320,10 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // registration is retired once every byte in flight was posted after it).
   bool sbuf_starved_ GUARDED_BY(cq_mutex_) = false;
   uint64_t sbuf_posted_ GUARDED_BY(cq_mutex_) = 0, sbuf_grow_mark_ GUARDED_BY(cq_mutex_) = 0;
+  // The connection service looks at a grown ring (shrink_idle_send_ring);
+  // sbuf_posted_ at its last look.
+  bool sbuf_idle_watched_ GUARDED_BY(cq_mutex_) = false;
+  uint64_t sbuf_idle_mark_ GUARDED_BY(cq_mutex_) = 0;
   ibv_sge ssgl_[2] GUARDED_BY(cq_mutex_){};
   int sqe_avail_ GUARDED_BY(cq_mutex_) = 0;
   // The queues in use (endpoint.h): sends outstanding at most, receives

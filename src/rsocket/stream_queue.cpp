@@ -20,6 +20,7 @@
 
 #include "core/cm.h"
 #include "rsocket/stream.h"
+#include "rsocket/stream_service.h"
 
 namespace rdmacm::rsocket {
 namespace {
@@ -197,6 +198,39 @@ void StreamSocket::grow_send_ring() {
   if (!ep_.sbuf.grow()) return;
   sbuf_bytes_avail_ += static_cast<int>(ep_.sbuf.size() - size);
   sbuf_grow_mark_ = sbuf_posted_;
+  sbuf_idle_mark_ = sbuf_posted_;
+  if (!sbuf_idle_watched_) sbuf_idle_watched_ = watch(Watch::send_ring_idle, this) == 0;
+}
+
+// As TCP gives a connection's buffer back when it idles: a ring grown by
+// bulk sends goes back to its first size once a look finds that it took no
+// byte since the last one (kSendRingIdleMs) and holds none in flight, so an
+// idle connection keeps its first few KiB pinned, not the configured size.
+// A quiet send's bytes come back with a later signalled one: a fence (a
+// signalled write of nothing, which the peer does not see) gives them back
+// for the next look. The write position goes back to the ring's start.
+bool StreamSocket::shrink_idle_send_ring() {
+  LockGuard lock(cq_mutex_);
+  if (state_ & kConnected) reap();
+  if (!(state_ & kConnected) || !ep_.sbuf.grown()) {
+    sbuf_idle_watched_ = false;
+    return false;
+  }
+  if (sbuf_posted_ != sbuf_idle_mark_) {
+    sbuf_idle_mark_ = sbuf_posted_;
+    return true;
+  }
+  if (sbuf_in_flight() || ep_.sbuf.has_old()) {
+    fence_sends();
+    return true;
+  }
+  uint32_t size = ep_.sbuf.size();
+  if (!ep_.sbuf.shrink()) return true;  // the registration failed: try again later
+  sbuf_bytes_avail_ -= static_cast<int>(size - ep_.sbuf.size());
+  ssgl_[0].addr = ssgl_[1].addr = reinterpret_cast<uintptr_t>(ep_.sbuf.ring());
+  sbuf_starved_ = false;
+  sbuf_idle_watched_ = false;
+  return false;
 }
 
 // Grants the peer more messages and, when half our receive buffer is free

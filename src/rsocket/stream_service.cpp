@@ -10,7 +10,7 @@ namespace {
 
 using Service = ServiceThread<StreamSocket>;
 using Clock = Service::Clock;
-enum TimerKind { kKeepalive, kLinger, kAcceptDeadline };
+enum TimerKind { kKeepalive, kLinger, kAcceptDeadline, kSendRingIdle };
 
 // Never destroyed: their threads outlive static destruction.
 Service& listeners() {
@@ -25,6 +25,10 @@ Service& connections() {
                                    s->accept_timed_out();  // may delete s
                                    return Clock::time_point{};
                                  }
+                                 if (kind == kSendRingIdle)
+                                   return s->shrink_idle_send_ring()
+                                              ? Clock::now() + std::chrono::milliseconds(kSendRingIdleMs)
+                                              : Clock::time_point{};
                                  s->send_keepalive();
                                  return Clock::now() + std::chrono::seconds(s->keepalive_interval());
                                });
@@ -63,6 +67,9 @@ int watch(Watch which, StreamSocket* s) {
     case Watch::accept_deadline:
       return connections().schedule(
           s, kAcceptDeadline, Clock::now() + std::chrono::milliseconds(kAcceptTimeoutMs));
+    case Watch::send_ring_idle:
+      return connections().schedule(s, kSendRingIdle,
+                                    Clock::now() + std::chrono::milliseconds(kSendRingIdleMs));
   }
   return -EINVAL;
 }
@@ -77,6 +84,8 @@ void unwatch(Watch which, StreamSocket* s) {
       return connections().cancel(s, kKeepalive);
     case Watch::accept_deadline:
       return connections().cancel(s, kAcceptDeadline);
+    case Watch::send_ring_idle:
+      return connections().cancel(s, kSendRingIdle);
   }
 }
 

@@ -45,8 +45,9 @@ WING_CALLBACKS = [
      ["StreamSocket::linger_done", "StreamSocket::finish_close",
       "StreamSocket::~StreamSocket"],
      "the linger service ends a lingering close and deletes the closed socket"),
-    ("stream_service.cpp", "stream_queue.cpp", ["StreamSocket::send_keepalive"],
-     "the keep-alive timer sends on the connection"),
+    ("stream_service.cpp", "stream_queue.cpp",
+     ["StreamSocket::send_keepalive", "StreamSocket::shrink_idle_send_ring"],
+     "the keep-alive timer sends on the connection; the idle timer shrinks its grown send ring"),
     ("datagram_service.cpp", "datagram.cpp",
      ["DatagramSocket::get_dest", "DatagramSocket::send_udp", "DatagramSocket::send_ud"],
      "DatagramSocket::process_udp, run by the UDP service thread, forwards a "

@@ -1,5 +1,6 @@
-// A stream rsocket's send buffer starts small and grows to the configured
-// size only when the traffic needs it (as TCP's): seen from the kernel's
+// A stream rsocket's send buffer starts small, grows to the configured size
+// only when the traffic needs it and shrinks back when the connection idles
+// (as TCP's): seen from the kernel's
 // side, the memory regions this process has registered on the device (`rdma
 // res show mr`: each with its length), before and after the traffic, with
 // every byte checked. The receive buffer is the window the peer may fill
@@ -132,6 +133,21 @@ long at_least(const std::vector<long>& lens, long size) {
   return std::count_if(lens.begin(), lens.end(), [&](long l) { return l >= size; });
 }
 
+// A ring grows when a send finds it full and the bytes in flight do not
+// wrap (timing decides when): streamed each way, 4 MiB at a time, until
+// both ends' rings are grown (four doublings each, from 8 KiB), at most
+// 64 MiB. The local regions then (mr_lengths).
+std::vector<long> grow_both_rings(const Pair& p, long size, std::string* text) {
+  std::vector<long> lens;
+  for (int i = 0; i < 16; i++) {
+    stream_checked(p.client, p.server, 4 << 20, static_cast<uint8_t>(3 + i));
+    stream_checked(p.server, p.client, 4 << 20, static_cast<uint8_t>(4 + i));
+    lens = mr_lengths(text, true);
+    if (at_least(lens, size) >= 2) break;
+  }
+  return lens;
+}
+
 // Ours only; each test starts with no region of this process left.
 class RsocketBuffers : public ::testing::Test {
  protected:
@@ -168,18 +184,8 @@ TEST_F(RsocketBuffers, BulkTrafficGrowsTheSendBufferToTheConfiguredSizeEachWay) 
   ASSERT_GE(p.client, 0);
   long size = configured(p.client, SO_SNDBUF);
   long before = sent_packets();
-  // A ring grows when a send finds it full and the bytes in flight do not
-  // wrap (timing decides when): streamed each way, 4 MiB at a time, until
-  // both ends' rings are grown (four doublings each, from 8 KiB), at most
-  // 64 MiB.
   std::string text;
-  std::vector<long> lens;
-  for (int i = 0; i < 16; i++) {
-    stream_checked(p.client, p.server, 4 << 20, static_cast<uint8_t>(3 + i));
-    stream_checked(p.server, p.client, 4 << 20, static_cast<uint8_t>(4 + i));
-    lens = mr_lengths(&text, true);
-    if (at_least(lens, size) >= 2) break;
-  }
+  std::vector<long> lens = grow_both_rings(p, size, &text);
   EXPECT_GT(sent_packets() - before, (8l << 20) / 4096) << "the bytes did not cross the device";
   // Each end's send ring grown (an endpoint made ahead meanwhile has a small
   // one); no region past the configured size.
@@ -187,6 +193,30 @@ TEST_F(RsocketBuffers, BulkTrafficGrowsTheSendBufferToTheConfiguredSizeEachWay) 
   EXPECT_LE(largest(mr_lengths(&text)), size) << text;
   // Still intact once grown.
   stream_checked(p.client, p.server, 1 << 20, 5);
+}
+
+// As TCP gives an idle connection's buffer back: once the traffic stops, a
+// send ring that bulk traffic grew goes back to its first 8 KiB (within a
+// second or two of the last send: rsocket(7)), registration and pages both;
+// the connection carries on (and grows again) with every byte intact.
+TEST_F(RsocketBuffers, ASendRingGrownByBulkTrafficShrinksBackWhenTheConnectionIdles) {
+  Pair p(7676);
+  ASSERT_GE(p.client, 0);
+  long size = configured(p.client, SO_SNDBUF);
+  std::string text;
+  std::vector<long> lens = grow_both_rings(p, size, &text);
+  ASSERT_EQ(at_least(lens, size), 2) << "a send ring that did not grow:\n" << text;
+  // Idle: no region the peer cannot write is past the first ring's 8 KiB
+  // (send rings and control slots).
+  EXPECT_TRUE(within_10s([&] { return largest(mr_lengths(&text, true)) <= 8192; }))
+      << "a grown send ring still registered after 10 s idle:\n" << text;
+  long before = sent_packets();
+  messages_checked(p.client, p.server, 2000, 16, 8);
+  messages_checked(p.server, p.client, 2000, 16, 9);
+  stream_checked(p.client, p.server, 4 << 20, 10);
+  stream_checked(p.server, p.client, 4 << 20, 11);
+  EXPECT_GT(sent_packets() - before, (8l << 20) / 4096) << "the bytes did not cross the device";
+  EXPECT_LE(largest(mr_lengths(&text)), size) << text;
 }
 
 // The queues start shallow (the QP's are 127 deep, but a connection keeps
