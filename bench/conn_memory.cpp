@@ -10,7 +10,7 @@
 // under a preload (ours, rdma-core's) for rsockets.
 //
 //   conn_memory --addr IP [--port P] [--at 1,256,4096] [--bytes 4096] [--secs S] [--epoll]
-//               [--pings K] [--step-cmd CMD]
+//               [--pings K] [--idle S] [--step-cmd CMD]
 //
 // Prints one line per count: "conns=N server_rss_kib=.. server_pin_kib=..
 // client_rss_kib=.. client_pin_kib=.. secs=.. conns_per_s=.. [ping_us=..]",
@@ -18,6 +18,8 @@
 // server listening). A step that does not finish within S seconds (default
 // 120) prints "stuck at N" and ends the run with status 3: a hang is a figure
 // too (rdma-core 44's preload stalls in raccept after poll said readable).
+// --idle S: each count's memory is read after its connections have idled S
+// seconds (a buffer grown by a large echo may go back meanwhile, as TCP's).
 // --step-cmd runs CMD (sh -c, without LD_PRELOAD) after each count's line,
 // all connections open: e.g. the kernel's share, `rdma res show`.
 #include <arpa/inet.h>
@@ -171,7 +173,7 @@ int main(int argc, char** argv) {
   const char* addr = nullptr;
   int port = 7470;
   size_t bytes = 4096;
-  double secs = 120;
+  double secs = 120, idle = 0;
   std::string at = "1,256,4096";
   const char* step_cmd = nullptr;
   bool use_epoll = false;
@@ -194,6 +196,7 @@ int main(int argc, char** argv) {
     else if (a == "--secs") secs = atof(argv[i + 1]);
     else if (a == "--step-cmd") step_cmd = argv[i + 1];
     else if (a == "--pings") pings = atoi(argv[i + 1]);
+    else if (a == "--idle") idle = atof(argv[i + 1]);
     else addr = nullptr, i = argc;
   }
   sockaddr_in sin{};
@@ -201,7 +204,7 @@ int main(int argc, char** argv) {
   sin.sin_port = htons(static_cast<uint16_t>(port));
   if (!addr || inet_pton(AF_INET, addr, &sin.sin_addr) != 1 || !bytes) {
     fprintf(stderr, "usage: conn_memory --addr IPv4 [--port P] [--at 1,256,4096] [--bytes N] [--secs S] [--epoll]"
-                    " [--pings K]\n");
+                    " [--pings K] [--idle S]\n");
     return 2;
   }
   std::vector<size_t> counts;
@@ -285,6 +288,8 @@ int main(int argc, char** argv) {
       fds.push_back(fd);
     }
     if (rc) break;
+    double step_s = now() - step0;
+    if (idle > 0) usleep(static_cast<useconds_t>(idle * 1e6));  // the time measured: idling
     char line[32], answer[64] = {0};
     int n = snprintf(line, sizeof line, "%zu\n", want);
     pollfd pf{from_srv[0], POLLIN, 0};
@@ -296,7 +301,7 @@ int main(int argc, char** argv) {
     }
     sscanf(answer, "%ld %ld", &srss, &spin);
     memory(&crss, &cpin);
-    double conn_s = (want - had) / (now() - step0);
+    double conn_s = (want - had) / step_s;
     printf("conns=%zu server_rss_kib=%ld server_pin_kib=%ld client_rss_kib=%ld client_pin_kib=%ld secs=%.1f"
            " conns_per_s=%.0f", want, srss, spin, crss, cpin, now() - t0, conn_s);
     if (pings) printf(" ping_us=%.1f", ping_us(fds.back(), pings));

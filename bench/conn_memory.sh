@@ -11,7 +11,7 @@
 # only, no verdict.
 #
 #   bench/conn_memory.sh --bin PATH --lib PATH [--rdmacm PATH] [--ref PATH] [--at 1,256,4096] [--secs S]
-#                        [--epoll] [--pings K]
+#                        [--epoll] [--pings K] [--bytes N] [--idle S]
 #
 #   --bin PATH     build/bench/conn_memory
 #   --lib PATH     our librspreload.so; --rdmacm PATH: the librdmacm.so.1 it runs on
@@ -19,6 +19,8 @@
 #                  "none" to leave it out)
 #   --secs S       a step's bound (default 120): a column that stalls shows "stuck at N"
 #   --epoll        the server's loop is epoll (default: poll); --pings K: round trips timed (default 100)
+#   --bytes N      echoed once on each connection (default 4096); --idle S: memory read after the
+#                  connections idled S seconds (default 0: at once)
 #
 # Run it where there is an RDMA device with memory for the counts (rsockets'
 # default buffers are 2 x 128 KiB a side, registered), e.g.:
@@ -28,6 +30,7 @@ set -uo pipefail
 # shellcheck source=bench/common.sh
 . "$(dirname "$0")/common.sh"
 BIN='' LIB='' RDMACM='' REF=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so AT=1,256,4096 SECS=120 PINGS=100 LOOP=
+BYTES=4096 IDLE=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bin) BIN=$2; shift ;;
@@ -38,6 +41,8 @@ while [ $# -gt 0 ]; do
 	--secs) SECS=$2; shift ;;
 	--pings) PINGS=$2; shift ;;
 	--epoll) LOOP=--epoll ;;
+	--bytes) BYTES=$2; shift ;;
+	--idle) IDLE=$2; shift ;;
 	*) sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	esac
 	shift
@@ -50,7 +55,7 @@ run() {
 	column_env "$1"
 	before=$(sent_pkts)
 	env "${env[@]}" timeout $((SECS * 4 + 60)) "$BIN" --addr "$RXE_IP" --port $port --at "$AT" \
-		--secs "$SECS" --pings "$PINGS" $LOOP --step-cmd "rdma res show | sed 's/^/kernel /'" >"$out/$1" 2>"$out/$1.err"
+		--secs "$SECS" --pings "$PINGS" --bytes "$BYTES" --idle "$IDLE" $LOOP --step-cmd "rdma res show | sed 's/^/kernel /'" >"$out/$1" 2>"$out/$1.err"
 	echo "status $? sent_pkts $(($(sent_pkts) - before))" >>"$out/$1"
 }
 for c in "${columns[@]}"; do run "$c"; done
@@ -88,7 +93,8 @@ for n in ${AT//,/ }; do
 			"$(val "$c" "conns=$n" conns_per_s)" "$(val "$c" "conns=$n" ping_us)"
 	done
 done
-echo "(KiB per connection above the processes' base; pin: RDMA-registered; conn/s: that step's connections"
+echo "(KiB per connection above the processes' base, $BYTES bytes echoed on each, read after ${IDLE} s idle;"
+echo " pin: RDMA-registered; conn/s: that step's connections"
 echo " a second; ping_us: median 64-byte round trip on one connection, all the others idle, --pings $PINGS)"
 for c in "${columns[@]}"; do
 	echo "$c: $(tail -1 "$out/$c"), secs $(awk -F'secs=' 'NF > 1 { s = $2 } END { print s + 0 }' "$out/$c")"
