@@ -192,6 +192,12 @@ class StreamSocket final : public Socket, private CompletionWait<StreamSocket> {
   // The send ring doubles once a send found it full, when the bytes in
   // flight lie before where the next write goes (they must not wrap).
   void grow_send_ring() REQUIRES(cq_mutex_);
+  // Nothing in the send ring: the next write at its start, all of it free
+  // (at connect, and once an idle ring shrank).
+  void empty_send_ring() REQUIRES(cq_mutex_) {
+    ssgl_[0].addr = ssgl_[1].addr = reinterpret_cast<uintptr_t>(ep_.sbuf.ring());
+    sbuf_bytes_avail_ = static_cast<int>(ep_.sbuf.size());
+  }
   // Send-ring bytes taken and not given back yet (inline sends' too).
   uint32_t sbuf_in_flight() const REQUIRES(cq_mutex_) {
     return ep_.sbuf.size() - static_cast<uint32_t>(sbuf_bytes_avail_);

@@ -212,8 +212,7 @@ int StreamSocket::create_endpoint() {
   rmsg_.assign(sizes_.rq_size + 1u, 0);
 
   LockGuard lock(cq_mutex_);  // the data path's counters (no completion can come yet)
-  ssgl_[0].addr = ssgl_[1].addr = reinterpret_cast<uintptr_t>(ep_.sbuf.ring());
-  sbuf_bytes_avail_ = static_cast<int>(ep_.sbuf.size());
+  empty_send_ring();
   rbuf_free_offset_ = static_cast<int>(sizes_.rbuf_size >> 1);
   rbuf_bytes_avail_ = static_cast<int>(sizes_.rbuf_size >> 1);
   sq_depth_ = ep_.sq_depth;

@@ -224,10 +224,8 @@ bool StreamSocket::shrink_idle_send_ring() {
     fence_sends();
     return true;
   }
-  uint32_t size = ep_.sbuf.size();
   if (!ep_.sbuf.shrink()) return true;  // the registration failed: try again later
-  sbuf_bytes_avail_ -= static_cast<int>(size - ep_.sbuf.size());
-  ssgl_[0].addr = ssgl_[1].addr = reinterpret_cast<uintptr_t>(ep_.sbuf.ring());
+  empty_send_ring();
   sbuf_starved_ = false;
   sbuf_idle_watched_ = false;
   return false;
