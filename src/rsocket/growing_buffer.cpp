@@ -7,6 +7,14 @@
 #include <utility>
 
 namespace rdmacm::rsocket {
+namespace {
+
+size_t whole_pages(size_t n) {
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (n + page - 1) / page * page;
+}
+
+}  // namespace
 
 GrowingBuffer::~GrowingBuffer() { clear(); }
 
@@ -39,8 +47,7 @@ int GrowingBuffer::init(ibv_pd* pd, int access, uint32_t most) {
   size_ = most;
   while (size_ > kFirstRing && size_ % 4 == 0) size_ /= 2;
   first_ = size_;
-  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  span_ = (most + page - 1) / page * page;
+  span_ = whole_pages(most);
   void* p = mmap(nullptr, span_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                  -1, 0);
   if (p == MAP_FAILED) return -ENOMEM;
@@ -70,8 +77,7 @@ bool GrowingBuffer::shrink() {
   if (!mr) return false;
   ibv_dereg_mr(mr_);
   mr_ = mr;
-  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  size_t keep = (first_ + page - 1) / page * page;
+  size_t keep = whole_pages(first_);
   if (keep < span_) madvise(base_ + keep, span_ - keep, MADV_DONTNEED);
   size_ = first_;
   return true;
